@@ -1,0 +1,214 @@
+"""The durable record of conversations, approvals remembered, and notes: plain tables in PostgreSQL.
+
+The chat log wants ordered, filtered queries (newest N of one thread; unprocessed chats by user and
+workspace), which a table answers with one index scan. ``MemoryRecords`` is the same contract kept in
+process memory, for unit tests and for benchmarks that must measure orchestration without I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from psycopg import AsyncConnection
+
+from workspace_agent.checkpoints.db import connection, ensure_schema
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS chat_log (
+        id BIGSERIAL PRIMARY KEY,
+        workspace TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        response TEXT NOT NULL,
+        sources JSONB NOT NULL DEFAULT '[]',
+        route TEXT NOT NULL,
+        stop_reason TEXT NOT NULL,
+        include BOOLEAN NOT NULL DEFAULT TRUE,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        memory_processed_at TIMESTAMPTZ
+    )""",
+    "CREATE INDEX IF NOT EXISTS chat_log_thread ON chat_log (workspace, user_id, thread_id, id DESC)",
+    """CREATE TABLE IF NOT EXISTS approval_grants (
+        workspace TEXT NOT NULL, user_id TEXT NOT NULL, tool TEXT NOT NULL,
+        granted_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (workspace, user_id, tool)
+    )""",
+    """CREATE TABLE IF NOT EXISTS notes (
+        id BIGSERIAL PRIMARY KEY, workspace TEXT NOT NULL, user_id TEXT NOT NULL, text TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )""",
+]
+
+
+@dataclass
+class Exchange:
+    """One finished turn: a user prompt and the answer it got."""
+
+    workspace: str
+    user_id: str
+    thread_id: str
+    prompt: str
+    response: str
+    route: str
+    stop_reason: str
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    include: bool = True
+    id: int | None = None
+    created_at: datetime | None = None
+    memory_processed_at: datetime | None = None
+
+
+class Records(Protocol):
+    """What the agent graph reads and writes besides its checkpoints."""
+
+    async def log_exchange(self, exchange: Exchange) -> int:
+        """Store a finished turn; returns its id."""
+        ...
+
+    async def recent_exchanges(
+        self, workspace: str, user_id: str, thread_id: str, limit: int
+    ) -> list[Exchange]:
+        """The newest ``limit`` included exchanges of a thread, oldest first."""
+        ...
+
+    async def is_granted(self, workspace: str, user_id: str, tool: str) -> bool:
+        """Whether the person said "always allow" for this tool."""
+        ...
+
+    async def grant(self, workspace: str, user_id: str, tool: str) -> None:
+        """Remember "always allow"."""
+        ...
+
+    async def add_note(self, workspace: str, user_id: str, text: str) -> int:
+        """Save a note (the side-effecting built-in tool)."""
+        ...
+
+    async def notes(self, workspace: str, user_id: str) -> list[str]:
+        """The notes saved in a workspace."""
+        ...
+
+
+class PostgresRecords:
+    """``Records`` in the project's PostgreSQL."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[AsyncConnection]:
+        await ensure_schema("chat_log", SCHEMA, self.url)
+        async with connection(self.url) as conn:
+            yield conn
+
+    async def log_exchange(self, exchange: Exchange) -> int:  # noqa: D102
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "INSERT INTO chat_log (workspace, user_id, thread_id, prompt, response, sources, route,"
+                " stop_reason, include) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (
+                    exchange.workspace,
+                    exchange.user_id,
+                    exchange.thread_id,
+                    exchange.prompt,
+                    exchange.response,
+                    json.dumps(exchange.sources, default=str),
+                    exchange.route,
+                    exchange.stop_reason,
+                    exchange.include,
+                ),
+            )
+            row = await cur.fetchone()
+            return int(row["id"])  # type: ignore[index]
+
+    async def recent_exchanges(  # noqa: D102
+        self, workspace: str, user_id: str, thread_id: str, limit: int
+    ) -> list[Exchange]:
+        if limit <= 0:
+            return []
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT * FROM chat_log WHERE workspace = %s AND user_id = %s AND thread_id = %s AND include"
+                " ORDER BY id DESC LIMIT %s",
+                (workspace, user_id, thread_id, limit),
+            )
+            rows = await cur.fetchall()
+        return [Exchange(**row) for row in reversed(rows)]  # type: ignore[arg-type]
+
+    async def is_granted(self, workspace: str, user_id: str, tool: str) -> bool:  # noqa: D102
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT 1 FROM approval_grants WHERE workspace = %s AND user_id = %s AND tool = %s",
+                (workspace, user_id, tool),
+            )
+            return await cur.fetchone() is not None
+
+    async def grant(self, workspace: str, user_id: str, tool: str) -> None:  # noqa: D102
+        async with self._conn() as conn:
+            await conn.execute(
+                "INSERT INTO approval_grants (workspace, user_id, tool) VALUES (%s, %s, %s)"
+                " ON CONFLICT DO NOTHING",
+                (workspace, user_id, tool),
+            )
+
+    async def add_note(self, workspace: str, user_id: str, text: str) -> int:  # noqa: D102
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "INSERT INTO notes (workspace, user_id, text) VALUES (%s, %s, %s) RETURNING id",
+                (workspace, user_id, text),
+            )
+            row = await cur.fetchone()
+            return int(row["id"])  # type: ignore[index]
+
+    async def notes(self, workspace: str, user_id: str) -> list[str]:  # noqa: D102
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT text FROM notes WHERE workspace = %s AND user_id = %s ORDER BY id",
+                (workspace, user_id),
+            )
+            return [row["text"] for row in await cur.fetchall()]  # type: ignore[index]
+
+
+@dataclass
+class MemoryRecords:
+    """``Records`` in process memory: unit tests and no-I/O benchmarks only (nothing survives the process)."""
+
+    exchanges: list[Exchange] = field(default_factory=list)
+    grants: set[tuple[str, str, str]] = field(default_factory=set)
+    saved_notes: list[tuple[str, str, str]] = field(default_factory=list)
+
+    async def log_exchange(self, exchange: Exchange) -> int:  # noqa: D102
+        exchange.id = len(self.exchanges) + 1
+        exchange.created_at = datetime.now(UTC)
+        self.exchanges.append(exchange)
+        return exchange.id
+
+    async def recent_exchanges(  # noqa: D102
+        self, workspace: str, user_id: str, thread_id: str, limit: int
+    ) -> list[Exchange]:
+        if limit <= 0:
+            return []
+        mine = [
+            e
+            for e in self.exchanges
+            if (e.workspace, e.user_id, e.thread_id) == (workspace, user_id, thread_id) and e.include
+        ]
+        return mine[-limit:]
+
+    async def is_granted(self, workspace: str, user_id: str, tool: str) -> bool:  # noqa: D102
+        return (workspace, user_id, tool) in self.grants
+
+    async def grant(self, workspace: str, user_id: str, tool: str) -> None:  # noqa: D102
+        self.grants.add((workspace, user_id, tool))
+
+    async def add_note(self, workspace: str, user_id: str, text: str) -> int:  # noqa: D102
+        self.saved_notes.append((workspace, user_id, text))
+        return len(self.saved_notes)
+
+    async def notes(self, workspace: str, user_id: str) -> list[str]:  # noqa: D102
+        return [t for w, u, t in self.saved_notes if (w, u) == (workspace, user_id)]

@@ -1,0 +1,59 @@
+"""Connections to the project's PostgreSQL and idempotent schema setup.
+
+Psycopg's async pool is bound to the event loop that opened it, and one process may run several loops over
+its life (tests, the CLI, the dev server's workers), so there is one pool per running loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from workspace_agent.checkpoints.embedded import database_url
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, AsyncConnectionPool]] = (
+    weakref.WeakKeyDictionary()
+)
+_ready: set[tuple[str, str]] = set()
+
+
+async def _configure(conn: AsyncConnection) -> None:
+    conn.row_factory = dict_row  # type: ignore[assignment]
+
+
+async def pool(url: str | None = None) -> AsyncConnectionPool:
+    """The pool of this event loop for ``url`` (default: the project database)."""
+    url = url or database_url()
+    per_loop = _pools.setdefault(asyncio.get_running_loop(), {})
+    if url not in per_loop:
+        new = AsyncConnectionPool(
+            url, min_size=1, max_size=8, open=False, configure=_configure, kwargs={"autocommit": True}
+        )
+        await new.open(wait=True, timeout=30)
+        per_loop[url] = new
+    return per_loop[url]
+
+
+@asynccontextmanager
+async def connection(url: str | None = None) -> AsyncIterator[AsyncConnection]:
+    """A pooled autocommit connection returning rows as dicts."""
+    async with (await pool(url)).connection() as conn:
+        yield conn
+
+
+async def ensure_schema(name: str, statements: Iterable[str], url: str | None = None) -> None:
+    """Run a part's DDL once per process and database; every statement must be idempotent."""
+    url = url or database_url()
+    if (url, name) in _ready:
+        return
+    async with connection(url) as conn, conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
+        for statement in statements:
+            await conn.execute(statement)
+    _ready.add((url, name))

@@ -1,0 +1,75 @@
+"""The agent graph: one chat or agent turn, every decision a named node or conditional edge.
+
+Reads top to bottom like DESIGN §1: route (A3) → load_history (B4) → retrieve (B8) → trim (B11) →
+call_model (C1, G2) → approve (D3, D21) → execute_tool × n (C10) → … → finish (G1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+
+from workspace_agent.checkpoints.chatlog import PostgresRecords, Records
+from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.state import AgentState, InputState, OutputState
+from workspace_agent.nodes.approve import approve
+from workspace_agent.nodes.call_model import call_model, route_after_model
+from workspace_agent.nodes.finish import finish
+from workspace_agent.nodes.history import load_history
+from workspace_agent.nodes.retrieve import retrieve, route_after_retrieve
+from workspace_agent.nodes.route import route
+from workspace_agent.nodes.tools import execute_tool, route_tool_calls
+from workspace_agent.nodes.trim import trim
+from workspace_agent.skills.toolset import Services
+
+
+def build_graph(
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    tools: Sequence[BaseTool] | None = None,
+    *,
+    records: Records | None = None,
+) -> CompiledStateGraph:
+    """Compile the agent graph.
+
+    Args:
+        checkpointer: Where threads persist; ``None`` under ``langgraph dev``, which brings its own.
+        store: LangGraph store for long-term memories, when the caller has one.
+        tools: Extra LangChain tools a program brings, offered beside the built-in and MCP tools and gated by
+            the same approval policy.
+        records: Chat log, approvals and notes; the project's PostgreSQL unless given (tests pass
+            ``MemoryRecords`` to measure orchestration without I/O).
+
+    """
+    services = Services(records=records or PostgresRecords(), extra_tools=list(tools or []))
+    builder = StateGraph(
+        AgentState, context_schema=Context, input_schema=InputState, output_schema=OutputState
+    )
+    builder.add_node("route", partial(route, services=services))
+    builder.add_node("load_history", partial(load_history, services=services))
+    builder.add_node("retrieve", retrieve)
+    builder.add_node("trim", trim)
+    builder.add_node("call_model", partial(call_model, services=services))
+    builder.add_node("approve", partial(approve, services=services))
+    builder.add_node("execute_tool", partial(execute_tool, services=services))
+    builder.add_node("finish", partial(finish, services=services))
+
+    builder.add_edge(START, "route")
+    builder.add_edge("route", "load_history")
+    builder.add_edge("load_history", "retrieve")
+    builder.add_conditional_edges("retrieve", route_after_retrieve, ["trim", "finish"])
+    builder.add_edge("trim", "call_model")
+    builder.add_conditional_edges("call_model", route_after_model, ["approve", "finish"])
+    builder.add_conditional_edges("approve", route_tool_calls, ["execute_tool", "trim"])
+    builder.add_edge("execute_tool", "trim")
+    builder.add_edge("finish", END)
+    return builder.compile(checkpointer=checkpointer, store=store, name="workspace-agent")
+
+
+graph = build_graph()

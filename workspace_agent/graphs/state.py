@@ -1,0 +1,66 @@
+"""The state of one agent turn.
+
+State is bounded on purpose: ``messages`` holds the running turn only (the new user message, the model's
+replies and the tool results of this turn). Earlier turns live in the chat log and come back through
+``load_history``, so the cost of a turn, in time and in checkpoint bytes, does not grow with the thread.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langchain_core.messages.tool import ToolCall
+from langgraph.graph.message import add_messages
+
+Route = Literal["chat", "agent"]
+StopReason = Literal["answered", "terminated", "max_tokens", "max_tool_calls", "refused"]
+
+
+class Decision(TypedDict):
+    """One taken decision of the decision map (DESIGN §1), as Studio and the tests read it."""
+
+    id: str
+    decided_by: Literal["code", "model", "person", "policy"]
+    outcome: Any
+    why: str
+
+
+class InputState(TypedDict):
+    """What a client sends: the new user message."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class OutputState(TypedDict, total=False):
+    """What a client reads back after a turn."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    route: Route | None
+    sources: list[dict[str, Any]]
+    stop_reason: StopReason | None
+    decisions: Annotated[list[Decision], operator.add]
+
+
+class AgentState(OutputState, total=False):
+    """The whole working state of a turn; only the running turn is kept."""
+
+    query_only: bool
+    history: list[dict[str, str]]
+    context: list[str]
+    memories: list[str]
+    prompt: list[AnyMessage]
+    approved: list[ToolCall]
+    tool_calls_made: Annotated[int, operator.add]
+
+
+class ToolCallState(TypedDict):
+    """The input of one ``execute_tool`` task: one approved call, sent by ``route_tool_calls``."""
+
+    call: ToolCall
+
+
+def decision(id: str, decided_by: str, outcome: Any, why: str) -> Decision:
+    """One record of the decision trace."""
+    return {"id": id, "decided_by": decided_by, "outcome": outcome, "why": why}  # type: ignore[typeddict-item]

@@ -1,0 +1,185 @@
+"""D3 and D21 — may these tool actions run now? Policy first, then one question to a person per model turn.
+
+Built-in skills, the program's tools and MCP tools all pass through here under the same fnmatch policy
+(AnythingLLM lets every MCP call through unasked). The interrupt value is langchain's human-in-the-loop
+request, so clients made for it work unchanged; decisions are matched by ``tool_call_id`` when given, so a
+client that reorders its cards cannot approve the wrong call.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages.tool import ToolCall
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.state import AgentState, Decision, decision
+from workspace_agent.skills.toolset import Services, Toolset
+
+DECISION_TYPES = ("approve", "edit", "reject")
+
+
+class ResumeError(ValueError):
+    """A resume value that does not answer the pending approval request properly."""
+
+
+def needs_approval(ctx: Context, name: str) -> bool:
+    """The policy: ``auto_approved`` patterns win over ``approval_required`` ones."""
+    if any(fnmatchcase(name, p) for p in ctx.auto_approved):
+        return False
+    return any(fnmatchcase(name, p) for p in ctx.approval_required)
+
+
+def _answer(call_id: str, name: str, text: str) -> ToolMessage:
+    return ToolMessage(content=text, tool_call_id=call_id, name=name, status="error")
+
+
+def _request(calls: list[ToolCall], toolset: Toolset, error: str | None) -> dict[str, Any]:
+    actions = []
+    for c in calls:
+        tool = toolset.tools[c["name"]]
+        action = {
+            "tool_call_id": c["id"],
+            "name": c["name"],
+            "args": c["args"],
+            "description": tool.description,
+        }
+        action.update({k: v for k, v in (tool.metadata or {}).items() if k in ("server", "tool")})
+        actions.append(action)
+    request: dict[str, Any] = {
+        "type": "tool_approval",
+        "action_requests": actions,
+        "review_configs": [
+            {"action_name": c["name"], "allowed_decisions": list(DECISION_TYPES)} for c in calls
+        ],
+    }
+    if error:
+        request["error"] = error
+    return request
+
+
+def match_decisions(value: Any, calls: list[ToolCall]) -> dict[str, dict[str, Any]]:
+    """Pair each pending call with its decision, by ``tool_call_id`` or else by position; raise if unsure."""
+    if not isinstance(value, dict) or not isinstance(value.get("decisions"), list):
+        raise ResumeError('resume with {"decisions": [...]}, one decision per pending tool call')
+    by_id = {c["id"]: c for c in calls}
+    matched: dict[str, dict[str, Any]] = {}
+    for i, d in enumerate(value["decisions"]):
+        if not isinstance(d, dict) or d.get("type") not in DECISION_TYPES:
+            raise ResumeError(f"decision {i}: type must be one of {', '.join(DECISION_TYPES)}")
+        call_id = d.get("tool_call_id") or (calls[i]["id"] if i < len(calls) else None)
+        if call_id not in by_id:
+            raise ResumeError(
+                f"decision {i}: no pending tool call {d.get('tool_call_id') or f'at position {i}'!r}"
+            )
+        if call_id in matched:
+            raise ResumeError(f"decision {i}: tool call {call_id!r} is answered twice")
+        if d["type"] == "edit":
+            action = d.get("edited_action")
+            if not isinstance(action, dict) or not isinstance(action.get("args"), dict):
+                raise ResumeError(f'decision {i}: an edit needs "edited_action": {{"name", "args": {{...}}}}')
+            if action.get("name", by_id[call_id]["name"]) != by_id[call_id]["name"]:
+                raise ResumeError(f"decision {i}: an edit cannot change which tool is called")
+        matched[call_id] = d
+    missing = [c["id"] for c in calls if c["id"] not in matched]
+    if missing:
+        raise ResumeError(f"no decision for pending tool call(s): {', '.join(missing)}")
+    return matched
+
+
+async def approve(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
+    """Decide which of the model's tool calls run: budget, validity, policy, remembered grants, a person."""
+    ctx = runtime.context
+    ai: AIMessage = state["messages"][-1]  # type: ignore[assignment]
+    toolset = await services.toolset(ctx)
+    answers: list[ToolMessage] = []
+    notes: list[Decision] = []
+    for bad in ai.invalid_tool_calls:
+        answers.append(
+            _answer(
+                bad.get("id") or "",
+                bad.get("name") or "",
+                f"Not run: the arguments are not valid "
+                f"JSON ({bad.get('error') or 'parse error'}). Send the call again with JSON arguments.",
+            )
+        )
+    budget = max(ctx.max_tool_calls - state.get("tool_calls_made", 0), 0)
+    runnable: list[ToolCall] = []
+    for call in ai.tool_calls:
+        if call["name"] not in toolset.tools:
+            answers.append(
+                _answer(
+                    call["id"],
+                    call["name"],
+                    f"Not run: there is no tool named {call['name']!r}. "
+                    f"Available tools: {', '.join(sorted(toolset.tools))}.",
+                )
+            )
+        elif len(runnable) >= budget:
+            answers.append(
+                _answer(call["id"], call["name"], "Not run: the tool-call budget of this turn is spent.")
+            )
+        else:
+            runnable.append(call)
+    ask: list[ToolCall] = []
+    for call in runnable:
+        if not needs_approval(ctx, call["name"]):
+            notes.append(
+                decision("D3", "policy", {call["id"]: "approve"}, f"{call['name']} is auto-approved")
+            )
+        elif await services.records.is_granted(ctx.workspace, ctx.user_id, call["name"]):
+            notes.append(
+                decision("D3", "policy", {call["id"]: "approve"}, f"always allow {call['name']} was chosen")
+            )
+        else:
+            ask.append(call)
+    approved = {c["id"]: c for c in runnable if c not in ask}
+    if ask:
+        error = None
+        while True:  # a bad resume asks again with the error: nothing runs, the approval stays pending
+            value = interrupt(_request(ask, toolset, error))
+            try:
+                matched = match_decisions(value, ask)
+                break
+            except ResumeError as exc:
+                error = str(exc)
+        for call in ask:
+            d = matched[call["id"]]
+            if d["type"] == "reject":
+                answers.append(
+                    _answer(
+                        call["id"],
+                        call["name"],
+                        f"Rejected by the user: {d.get('message') or 'no reason given'}",
+                    )
+                )
+            else:
+                args = d["edited_action"]["args"] if d["type"] == "edit" else call["args"]
+                approved[call["id"]] = {**call, "args": args}
+                if d.get("always_allow"):
+                    await services.records.grant(ctx.workspace, ctx.user_id, call["name"])
+            notes.append(
+                decision(
+                    "D3",
+                    "person",
+                    {call["id"]: d["type"]},
+                    d.get("message") or f"{call['name']}: {d['type']}",
+                )
+            )
+    calls = [approved.get(c["id"], c) for c in ai.tool_calls]
+    out: dict[str, Any] = {"messages": answers, "approved": list(approved.values()), "decisions": notes}
+    if calls != ai.tool_calls:  # the model sees what actually ran, edited arguments included
+        out["messages"] = [ai.model_copy(update={"tool_calls": calls}), *answers]
+    notes.append(
+        decision(
+            "C10",
+            "code",
+            len(approved),
+            f"{len(approved)} call(s) run in parallel; {len(answers)} answered without running",
+        )
+    )
+    return out

@@ -1,0 +1,55 @@
+"""G1 — the turn is over: name why, and write the exchange to the chat log."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from workspace_agent.checkpoints.chatlog import Exchange
+from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.state import AgentState, decision
+from workspace_agent.providers.tokens import message_text
+from workspace_agent.skills.toolset import Services
+
+TERMINATE = "TERMINATE"
+
+
+async def finish(
+    state: AgentState, runtime: Runtime[Context], config: RunnableConfig, *, services: Services
+) -> dict:
+    """Settle ``stop_reason`` and log the exchange; a refusal is logged with include = false.
+
+    ``TERMINATE`` is AnythingLLM's exact, case-sensitive end-of-session reply. The chat log row is the
+    durable record of the turn: later turns read their history from it, and the memory job reads it.
+    """
+    ctx = runtime.context
+    messages = state["messages"]
+    answer = next((m for m in reversed(messages) if isinstance(m, AIMessage)), AIMessage(""))
+    text = message_text(answer)
+    stop = state.get("stop_reason")
+    if stop is None:
+        stop = "terminated" if text == TERMINATE else "answered"
+    why = {
+        "answered": "the model replied without a tool call",
+        "terminated": "the model replied exactly TERMINATE",
+        "max_tokens": "the reply was cut off by the output-token limit",
+        "max_tool_calls": "the tool-call budget was spent; the model answered without tools",
+        "refused": "query mode without document context",
+    }[stop]
+    prompt = next((message_text(m) for m in messages if isinstance(m, HumanMessage)), "")
+    thread_id = str((config.get("configurable") or {}).get("thread_id", ""))
+    await services.records.log_exchange(
+        Exchange(
+            workspace=ctx.workspace,
+            user_id=ctx.user_id,
+            thread_id=thread_id,
+            prompt=prompt,
+            response=text,
+            route=state.get("route") or "chat",
+            stop_reason=stop,
+            sources=state.get("sources") or [],
+            include=stop != "refused",
+        )
+    )
+    return {"stop_reason": stop, "prompt": [], "decisions": [decision("G1", "code", stop, why)]}

@@ -1,0 +1,75 @@
+"""C10 — every approved tool call runs, each in its own task, and every result goes back to the model.
+
+One ``Send`` per call (rather than one node running them all) gives each call its own checkpointed task: on
+resume after a crash, finished calls are not run again. A tool that raises, hangs or gets bad arguments
+becomes an error tool message; the turn goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+from langchain_core.messages import ToolMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+from pydantic import ValidationError
+
+from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.state import AgentState, ToolCallState, decision
+from workspace_agent.nodes.route import EXECUTED_PREFIX
+from workspace_agent.skills.toolset import Services
+
+
+def route_tool_calls(state: AgentState) -> list[Send] | Literal["trim"]:
+    """One ``execute_tool`` task per approved call, all in parallel; none approved → back to the model."""
+    calls = state.get("approved") or []
+    return [Send("execute_tool", {"call": call}) for call in calls] if calls else "trim"
+
+
+async def execute_tool(state: ToolCallState, runtime: Runtime[Context], *, services: Services) -> dict:
+    """Run one call within ``tool_timeout``; whatever happens, answer it with a tool message."""
+    ctx = runtime.context
+    call = state["call"]
+    tool = (await services.toolset(ctx)).tools.get(call["name"])
+    status = "ok"
+    try:
+        if tool is None:
+            raise LookupError(f"there is no tool named {call['name']!r}")
+        result = await asyncio.wait_for(tool.ainvoke({**call, "type": "tool_call"}), timeout=ctx.tool_timeout)
+        message = (
+            result
+            if isinstance(result, ToolMessage)
+            else ToolMessage(content=str(result), tool_call_id=call["id"])
+        )
+        if message.status == "error":
+            status = "error"
+    except TimeoutError:
+        status = "timeout"
+        message = ToolMessage(
+            content=f"Error: {call['name']} did not finish within {ctx.tool_timeout:g} s and was given up.",
+            tool_call_id=call["id"],
+            status="error",
+        )
+    except ValidationError as exc:
+        status = "invalid arguments"
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        message = ToolMessage(
+            content=f"Error: invalid arguments for {call['name']}: {problems}",
+            tool_call_id=call["id"],
+            status="error",
+        )
+    except Exception as exc:  # a tool's failure is the model's information, never the turn's end
+        status = "error"
+        message = ToolMessage(
+            content=f"Error: {call['name']} failed: {type(exc).__name__}: {exc}",
+            tool_call_id=call["id"],
+            status="error",
+        )
+    message.id = f"{EXECUTED_PREFIX}{call['id']}"
+    message.name = call["name"]
+    return {
+        "messages": [message],
+        "tool_calls_made": 1,
+        "decisions": [decision("C10", "code", {call["id"]: status}, f"{call['name']} ran: {status}")],
+    }
