@@ -1,0 +1,73 @@
+"""Shared fixtures: a scripted OpenAI-compatible server and the embedded PostgreSQL, both real.
+
+Every test gets fresh workspace and thread names, so tests share one database without seeing each other.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from workspace_agent.providers.scripted import ScriptedLLM
+
+
+@pytest.fixture(scope="session", autouse=True)
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A data folder of the test session: embedded database, token cache."""
+    path = str(tmp_path_factory.mktemp("home"))
+    os.environ["WORKSPACE_AGENT_HOME"] = path
+    os.environ.setdefault("LANGSMITH_TRACING", "false")
+    yield path
+
+
+@pytest.fixture(scope="session")
+def database_url(home: str) -> Iterator[str]:
+    """The embedded PostgreSQL of the session (or ``DATABASE_URL`` when set), stopped at the end."""
+    from workspace_agent.checkpoints.embedded import database_url as resolve
+    from workspace_agent.checkpoints.embedded import stop_embedded
+
+    given = os.environ.get("DATABASE_URL")
+    url = resolve()
+    os.environ["DATABASE_URL"] = url
+    yield url
+    if not given:
+        stop_embedded()
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[ScriptedLLM]:
+    server = ScriptedLLM().start()
+    os.environ["OPENAI_BASE_URL"] = server.base_url
+    os.environ["OPENAI_API_KEY"] = "test"
+    os.environ["CHAT_MODEL"] = "scripted"
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def llm(llm_server: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    """The scripted model, with an empty script and no recorded requests."""
+    llm_server.reset()
+    yield llm_server
+    llm_server.reset()
+
+
+@pytest.fixture
+async def saver(database_url: str) -> AsyncIterator[object]:
+    from workspace_agent.checkpoints.savers import postgres_saver
+
+    async with postgres_saver(database_url) as s:
+        yield s
+
+
+@pytest.fixture
+def workspace() -> str:
+    return f"ws-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def thread() -> dict:
+    return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
