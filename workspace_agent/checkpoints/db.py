@@ -29,7 +29,7 @@ async def _configure(conn: AsyncConnection) -> None:
 
 async def pool(url: str | None = None) -> AsyncConnectionPool:
     """The pool of this event loop for ``url`` (default: the project database)."""
-    url = url or database_url()
+    url = url or await asyncio.to_thread(database_url)
     per_loop = _pools.setdefault(asyncio.get_running_loop(), {})
     if url not in per_loop:
         new = AsyncConnectionPool(
@@ -49,7 +49,7 @@ async def connection(url: str | None = None) -> AsyncIterator[AsyncConnection]:
 
 async def ensure_schema(name: str, statements: Iterable[str], url: str | None = None) -> None:
     """Run a part's DDL once per process and database; every statement must be idempotent."""
-    url = url or database_url()
+    url = url or await asyncio.to_thread(database_url)
     if (url, name) in _ready:
         return
     async with connection(url) as conn, conn.transaction():

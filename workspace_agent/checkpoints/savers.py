@@ -6,6 +6,7 @@ same PostgreSQL as the CLI's and programs' threads, and any of them can resume t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,7 +20,8 @@ from workspace_agent.checkpoints.embedded import database_url
 @asynccontextmanager
 async def postgres_saver(url: str | None = None) -> AsyncIterator[AsyncPostgresSaver]:
     """An async PostgreSQL saver with its tables set up (``setup`` is idempotent)."""
-    async with AsyncPostgresSaver.from_conn_string(url or database_url()) as saver:
+    url = url or await asyncio.to_thread(database_url)  # may start the embedded server: not on the event loop
+    async with AsyncPostgresSaver.from_conn_string(url) as saver:
         await saver.setup()
         yield saver
 

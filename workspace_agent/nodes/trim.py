@@ -146,8 +146,12 @@ def build_prompt(
     return out, summary
 
 
-async def trim(state: AgentState, runtime: Runtime[Context]) -> dict:
-    """Assemble the model request within the window: system, history, and the running turn."""
+def trim(state: AgentState, runtime: Runtime[Context]) -> dict:
+    """Assemble the model request within the window: system, history, and the running turn.
+
+    Synchronous on purpose: counting tokens is CPU work (and the first call loads the tokenizer from disk),
+    so LangGraph runs this node in a worker thread instead of blocking the server's event loop.
+    """
     ctx = runtime.context
     prompt, summary = build_prompt(
         ctx,

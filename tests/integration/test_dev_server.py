@@ -1,0 +1,160 @@
+"""The agent under ``langgraph dev``, driven through ``langgraph_sdk`` as Studio and web clients drive it."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+from workspace_agent.providers.scripted import text_reply, tool_reply
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def dev_server(database_url, llm_server, tmp_path_factory) -> Iterator[str]:
+    """``langgraph dev`` on a free port, persisting to the test PostgreSQL, talking to the scripted model."""
+    log = tmp_path_factory.mktemp("dev") / "dev.log"
+    env = {
+        **os.environ,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": "false",
+        "DATABASE_URL": database_url,
+        "OPENAI_BASE_URL": llm_server.base_url,
+    }
+    cli = Path(sys.executable).with_name("langgraph")
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [
+                str(cli),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--port",
+                str(_free_port()),
+                "--config",
+                "langgraph.json",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        found = re.search(r"API: \S*?(http://127\.0\.0\.1:\d+)", log.read_text())
+        if found:
+            url = found.group(1)
+            try:
+                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail(f"langgraph dev did not start:\n{log.read_text()}")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+async def test_studio_sees_the_context_fields_with_descriptions(dev_server):
+    client = get_client(url=dev_server)
+    assistant = (await client.assistants.search(graph_id="agent"))[0]
+    schemas = await client.assistants.get_schemas(assistant["assistant_id"])
+    fields = schemas["context_schema"]["properties"]
+    assert {"workspace", "history_limit", "approval_required", "auto_approved", "mcp_config"} <= set(fields)
+    assert all(f.get("description") for f in fields.values())
+    graph = await client.assistants.get_graph(assistant["assistant_id"])
+    assert {
+        "route",
+        "load_history",
+        "retrieve",
+        "trim",
+        "call_model",
+        "approve",
+        "execute_tool",
+        "finish",
+    } <= {n["id"] for n in graph["nodes"]}
+
+
+async def test_run_interrupt_resume_answer_through_the_sdk(dev_server, llm, workspace):
+    client = get_client(url=dev_server)
+    assistant = await client.assistants.create(
+        "agent", context={"workspace": workspace, "auto_approved": ["current_datetime"]}, name=workspace
+    )
+    thread = await client.threads.create()
+    llm.push(tool_reply(("save_note", {"text": "from the sdk"})), text_reply("saved it"))
+    await client.runs.wait(
+        thread["thread_id"],
+        assistant["assistant_id"],
+        input={"messages": [{"role": "user", "content": "note this"}]},
+    )
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["next"] == ["approve"]
+    request = state["tasks"][0]["interrupts"][0]["value"]
+    assert request["action_requests"][0]["name"] == "save_note"
+    assert request["action_requests"][0]["args"] == {"text": "from the sdk"}
+
+    pieces = []
+    async for part in client.runs.stream(
+        thread["thread_id"],
+        assistant["assistant_id"],
+        command={"resume": {"decisions": [{"type": "approve"}]}},
+        stream_mode="messages-tuple",
+    ):
+        if part.event == "messages" and part.data[1].get("langgraph_node") == "call_model":
+            pieces.append(part.data[0].get("content") or "")
+    assert "".join(pieces) == "saved it"
+
+    state = await client.threads.get_state(thread["thread_id"])
+    values = state["values"]
+    assert values["stop_reason"] == "answered" and values["messages"][-1]["content"] == "saved it"
+    ids = [d["id"] for d in values["decisions"]]
+    assert ids[:4] == ["A3", "B4", "B8", "B11"] and "D3" in ids and ids[-1] == "G1"
+    call_id = request["action_requests"][0]["tool_call_id"]
+    assert [d["outcome"] for d in values["decisions"] if d["id"] == "D3"] == [{call_id: "approve"}]
+    tool_answer = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"]
+    assert tool_answer and tool_answer[0]["content"].startswith("Saved note")
+
+
+async def test_a_bad_resume_through_the_sdk_keeps_the_approval(dev_server, llm, workspace):
+    client = get_client(url=dev_server)
+    thread = await client.threads.create()
+    llm.push(tool_reply(("save_note", {"text": "x"})))
+    await client.runs.wait(
+        thread["thread_id"],
+        "agent",
+        input={"messages": [{"role": "user", "content": "n"}]},
+        context={"workspace": workspace},
+    )
+    await client.runs.wait(
+        thread["thread_id"],
+        "agent",
+        command={"resume": {"decisions": "approve"}},
+        context={"workspace": workspace},
+    )
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["next"] == ["approve"]
+    assert "resume with" in state["tasks"][0]["interrupts"][0]["value"]["error"]
