@@ -1,7 +1,8 @@
 """The agent graph: one chat or agent turn, every decision a named node or conditional edge.
 
-Reads top to bottom like DESIGN §1: route (A3) → load_history (B4) → retrieve (B8) → trim (B11) →
-call_model (C1, G2) → approve (D3, D21) → execute_tool × n (C10) → … → finish (G1).
+Reads top to bottom like DESIGN §1: route (A3) → load_history (B4) ∥ retrieve (B8) → trim (B11) →
+call_model (C1, G2) → approve (D3, D21) → execute_tool × n (C10) → trim → … → finish (G1). History and
+retrieval are independent reads, so they run side by side and trim waits for both.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -22,10 +24,10 @@ from workspace_agent.nodes.approve import approve
 from workspace_agent.nodes.call_model import call_model, route_after_model
 from workspace_agent.nodes.finish import finish
 from workspace_agent.nodes.history import load_history
-from workspace_agent.nodes.retrieve import retrieve, route_after_retrieve
+from workspace_agent.nodes.retrieve import retrieve
 from workspace_agent.nodes.route import route
 from workspace_agent.nodes.tools import execute_tool, route_tool_calls
-from workspace_agent.nodes.trim import trim
+from workspace_agent.nodes.trim import route_after_trim, trim
 from workspace_agent.skills.toolset import Services
 
 
@@ -35,6 +37,7 @@ def build_graph(
     tools: Sequence[BaseTool] | None = None,
     *,
     records: Records | None = None,
+    model: BaseChatModel | None = None,
 ) -> CompiledStateGraph:
     """Compile the agent graph.
 
@@ -45,9 +48,9 @@ def build_graph(
             the same approval policy.
         records: Chat log, approvals and notes; the project's PostgreSQL unless given (tests pass
             ``MemoryRecords`` to measure orchestration without I/O).
-
+        model: A LangChain chat model to use instead of ``context.model`` at the OpenAI-compatible endpoint.
     """
-    services = Services(records=records or PostgresRecords(), extra_tools=list(tools or []))
+    services = Services(records=records or PostgresRecords(), extra_tools=list(tools or []), model=model)
     builder = StateGraph(
         AgentState, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
@@ -62,9 +65,9 @@ def build_graph(
 
     builder.add_edge(START, "route")
     builder.add_edge("route", "load_history")
-    builder.add_edge("load_history", "retrieve")
-    builder.add_conditional_edges("retrieve", route_after_retrieve, ["trim", "finish"])
-    builder.add_edge("trim", "call_model")
+    builder.add_edge("route", "retrieve")
+    builder.add_edge(["load_history", "retrieve"], "trim")
+    builder.add_conditional_edges("trim", route_after_trim, ["call_model", "finish"])
     builder.add_conditional_edges("call_model", route_after_model, ["approve", "finish"])
     builder.add_conditional_edges("approve", route_tool_calls, ["execute_tool", "trim"])
     builder.add_edge("execute_tool", "trim")

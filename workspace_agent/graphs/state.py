@@ -50,7 +50,7 @@ class AgentState(OutputState, total=False):
     history: list[dict[str, str]]
     context: list[str]
     memories: list[str]
-    prompt: list[AnyMessage]
+    plan: dict[str, Any]
     approved: list[ToolCall]
     tool_calls_made: Annotated[int, operator.add]
 

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, decision
-from workspace_agent.providers.models import chat_model
+from workspace_agent.nodes.trim import assemble
 from workspace_agent.skills.toolset import Services
 
 
@@ -21,7 +21,7 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     may be half-written and is never executed (AnythingLLM runs such calls with ``{}`` arguments).
     """
     ctx = runtime.context
-    model = chat_model(ctx.model)
+    model = services.chat_model(ctx)
     decisions = []
     stop_reason = None
     if state.get("route") == "agent":
@@ -40,7 +40,7 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
             toolset = await services.toolset(ctx)
             if toolset.tools:
                 model = model.bind_tools(list(toolset.tools.values()))  # type: ignore[assignment]
-    response = await model.ainvoke(state["prompt"])
+    response = await model.ainvoke(assemble(state["plan"], state["messages"], state.get("history") or []))
     assert isinstance(response, AIMessage)
     finish = response.response_metadata.get("finish_reason")
     if finish == "length":

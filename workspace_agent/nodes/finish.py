@@ -52,4 +52,4 @@ async def finish(
             include=stop != "refused",
         )
     )
-    return {"stop_reason": stop, "prompt": [], "decisions": [decision("G1", "code", stop, why)]}
+    return {"stop_reason": stop, "plan": {}, "decisions": [decision("G1", "code", stop, why)]}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
@@ -27,8 +25,3 @@ async def retrieve(state: AgentState, runtime: Runtime[Context]) -> dict:
     else:
         out["decisions"] = [decision("B8", "code", 0, "document retrieval is not available yet: no context")]
     return out
-
-
-def route_after_retrieve(state: AgentState) -> Literal["trim", "finish"]:
-    """A refused query ends the turn without calling the model."""
-    return "finish" if state.get("stop_reason") == "refused" else "trim"

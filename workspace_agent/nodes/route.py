@@ -90,6 +90,6 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
         "sources": [],
         "context": [],
         "approved": [],
-        "prompt": [],
+        "plan": {},
         "stop_reason": None,
     }

@@ -10,13 +10,14 @@ fit — AnythingLLM's shares add up to 100 % before the reserve.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, decision
-from workspace_agent.providers.tokens import count, count_messages, cut_middle, message_text
+from workspace_agent.providers.tokens import count, count_messages, cut_middle, ensure_tokenizer, message_text
 
 SYSTEM_SHARE, HISTORY_SHARE, USER_SHARE, USER_ALONE_SHARE = 0.15, 0.15, 0.70, 0.80
 FRAME = 3  # tokens of framing per message, as in count_messages
@@ -55,44 +56,68 @@ def _fit_system(prompt: str, context: str, limit: int) -> tuple[str, bool]:
     return prompt + context, True
 
 
-def _fit_history(history: list[dict[str, str]], limit: int) -> list[BaseMessage]:
-    """Newest exchanges that fit, in chronological order; the three newest are cut before being dropped."""
-    kept: list[list[BaseMessage]] = []
+def _fit_history(history: list[dict[str, str]], limit: int) -> list[int | list[str]]:
+    """Newest exchanges that fit, in chronological order; the three newest are cut before being dropped.
+
+    Each kept exchange is its index in ``history`` or, when it had to be cut, its cut ``[prompt, response]``.
+    """
+    kept: list[int | list[str]] = []
     used = 0
     for i, exchange in enumerate(reversed(history)):
-        pair: list[BaseMessage] = [HumanMessage(exchange["prompt"]), AIMessage(exchange["response"])]
-        size = count_messages(pair)
+        entry: int | list[str] = len(history) - 1 - i
+        size = count_messages([HumanMessage(exchange["prompt"]), AIMessage(exchange["response"])])
         if used + size > limit:
             if i > 2:
                 break
             side = int(limit / 2.2)
-            pair = [
-                HumanMessage(cut_middle(exchange["prompt"], side)),
-                AIMessage(cut_middle(exchange["response"], side)),
-            ]
-            size = count_messages(pair)
+            entry = [cut_middle(exchange["prompt"], side), cut_middle(exchange["response"], side)]
+            size = count_messages([HumanMessage(entry[0]), AIMessage(entry[1])])
             if used + size > limit:
                 continue
-        kept.insert(0, pair)
+        kept.insert(0, entry)
         used += size
-    return [m for pair in kept for m in pair]
+    return kept
 
 
-def _fit_exchange(exchange: list[BaseMessage], budget: int) -> tuple[list[BaseMessage], int]:
-    """Cut tool results of the running turn in proportion so the turn fits ``budget``; never drop one."""
+def _fit_exchange(exchange: list[BaseMessage], budget: int) -> dict[str, str]:
+    """Cut tool results of the running turn in proportion so the turn fits ``budget``; never drop one.
+
+    Returns the cut contents by ``tool_call_id``.
+    """
     size = count_messages(exchange) - 5
     tools = [m for m in exchange if isinstance(m, ToolMessage)]
     if size <= budget or not tools:
-        return exchange, 0
+        return {}
     tool_tokens = sum(count(message_text(m)) for m in tools)
     room = max(budget - (size - tool_tokens), 16 * len(tools))
-    out: list[BaseMessage] = []
+    return {
+        m.tool_call_id: cut_middle(
+            message_text(m), max(16, room * count(message_text(m)) // max(tool_tokens, 1))
+        )
+        for m in tools
+    }
+
+
+def assemble(plan: dict, turn: list[BaseMessage], history: list[dict[str, str]]) -> list[BaseMessage]:
+    """The model request a trim plan describes.
+
+    The plan names what is kept by reference and carries only text that was cut, so the checkpoint of every
+    model call does not store the whole prompt again — the history and the turn are in state already.
+    """
+    out: list[BaseMessage] = [SystemMessage(plan["system"])] if plan.get("system") is not None else []
+    for entry in plan.get("history", []):
+        prompt, response = (
+            (history[entry]["prompt"], history[entry]["response"]) if isinstance(entry, int) else entry
+        )
+        out += [HumanMessage(prompt), AIMessage(response)]
+    user, exchange = turn[0], turn[1:]
+    out.append(HumanMessage(plan["user"], id=user.id) if plan.get("user") is not None else user)
+    cuts = plan.get("tools", {})
     for m in exchange:
-        if isinstance(m, ToolMessage):
-            share = max(16, room * count(message_text(m)) // max(tool_tokens, 1))
-            m = m.model_copy(update={"content": cut_middle(message_text(m), share)})
+        if isinstance(m, ToolMessage) and m.tool_call_id in cuts:
+            m = m.model_copy(update={"content": cuts[m.tool_call_id]})
         out.append(m)
-    return out, len(tools)
+    return out
 
 
 def build_prompt(
@@ -101,59 +126,67 @@ def build_prompt(
     history: list[dict[str, str]],
     memories: list[str],
     context: list[str],
-) -> tuple[list[BaseMessage], dict]:
-    """The request for the model and a summary of what was cut."""
+) -> tuple[dict, dict]:
+    """A plan of the request for the model (see ``assemble``) and a summary of what was cut."""
     window, avail = ctx.window, ctx.window - ctx.reply_reserve
-    prompt, ctx_text = render_system(ctx, memories), context_block(context)
-    history_msgs = [m for e in history for m in (HumanMessage(e["prompt"]), AIMessage(e["response"]))]
-    full = [SystemMessage(prompt + ctx_text), *history_msgs, *turn]
-    if count_messages(full) <= avail:
-        return full, {"cut": False, "tokens": count_messages(full)}
+    system_text = render_system(ctx, memories) + context_block(context)
+    plan: dict = {"system": system_text, "history": list(range(len(history))), "user": None, "tools": {}}
+    tokens = count_messages(assemble(plan, turn, history))
+    if tokens <= avail:
+        return plan, {"cut": False, "tokens": tokens}
     user, exchange = turn[0], turn[1:]
     user_text = message_text(user)
     if count(user_text) > window * USER_SHARE:
         # The message alone is most of the window: send it (and this turn's tool exchange) without the rest.
-        exchange_budget = min(count_messages(exchange), avail // 2) if exchange else 0
+        exchange_budget = min(count_messages(exchange) - 5, avail // 2) if exchange else 0
         target = int(min(window * USER_ALONE_SHARE, avail - exchange_budget - 2 * FRAME - 5))
-        exchange, tools_cut = _fit_exchange(exchange, exchange_budget)
-        out = [HumanMessage(cut_middle(user_text, target), id=user.id), *exchange]
-        return out, {
+        plan = {
+            "system": None,
+            "history": [],
+            "user": cut_middle(user_text, target),
+            "tools": _fit_exchange(exchange, exchange_budget),
+        }
+        tokens = count_messages(assemble(plan, turn, history))
+        return plan, {
             "cut": True,
             "user_alone": True,
-            "tool_results_cut": tools_cut,
-            "tokens": count_messages(out),
+            "tool_results_cut": len(plan["tools"]),
+            "tokens": tokens,
         }
+    prompt, ctx_text = render_system(ctx, memories), context_block(context)
     system_text, system_cut = _fit_system(prompt, ctx_text, int(window * SYSTEM_SHARE))
-    kept = _fit_history(history, int(window * HISTORY_SHARE))
-    system = SystemMessage(system_text)
-    fixed = count_messages([system, user])
-    while kept and fixed + count_messages(kept) - 5 + count_messages(exchange) - 5 > avail:
-        kept = kept[2:]  # the guarantee: oldest exchanges go first
-    exchange, tools_cut = _fit_exchange(exchange, avail - fixed - (count_messages(kept) - 5 if kept else 0))
-    out = [system, *kept, user, *exchange]
-    if count_messages(out) > avail:  # only a pathological system prompt gets here: the user message gives way
-        over = count_messages(out) - avail
-        user = HumanMessage(cut_middle(user_text, max(count(user_text) - over, 16)), id=user.id)
-        out = [system, *kept, user, *exchange]
+    plan = {
+        "system": system_text,
+        "history": _fit_history(history, int(window * HISTORY_SHARE)),
+        "user": None,
+        "tools": {},
+    }
+    while plan["history"] and count_messages(assemble(plan, turn, history)) > avail:
+        plan["history"] = plan["history"][1:]  # the guarantee: oldest exchanges go first
+    fixed = count_messages(assemble(plan, turn[:1], history)) - 5
+    plan["tools"] = _fit_exchange(exchange, avail - fixed - 5)
+    tokens = count_messages(assemble(plan, turn, history))
+    if tokens > avail:  # only a pathological system prompt gets here: the user message gives way
+        plan["user"] = cut_middle(user_text, max(count(user_text) - (tokens - avail), 16))
+        tokens = count_messages(assemble(plan, turn, history))
     summary = {
         "cut": True,
         "system_cut": system_cut,
-        "history_kept": len(kept) // 2,
+        "history_kept": len(plan["history"]),
         "history_total": len(history),
-        "tool_results_cut": tools_cut,
-        "tokens": count_messages(out),
+        "tool_results_cut": len(plan["tools"]),
+        "tokens": tokens,
     }
-    return out, summary
+    return plan, summary
 
 
-def trim(state: AgentState, runtime: Runtime[Context]) -> dict:
-    """Assemble the model request within the window: system, history, and the running turn.
-
-    Synchronous on purpose: counting tokens is CPU work (and the first call loads the tokenizer from disk),
-    so LangGraph runs this node in a worker thread instead of blocking the server's event loop.
-    """
+async def trim(state: AgentState, runtime: Runtime[Context]) -> dict:
+    """Assemble the model request within the window: system, history, and the running turn."""
+    if state.get("stop_reason") == "refused":
+        return {}
+    await ensure_tokenizer()
     ctx = runtime.context
-    prompt, summary = build_prompt(
+    plan, summary = build_prompt(
         ctx,
         state["messages"],
         state.get("history") or [],
@@ -165,4 +198,9 @@ def trim(state: AgentState, runtime: Runtime[Context]) -> dict:
         if not summary["cut"]
         else f"cut to {summary['tokens']} tokens to fit {ctx.window} − {ctx.reply_reserve}"
     )
-    return {"prompt": prompt, "decisions": [decision("B11", "code", summary, why)]}
+    return {"plan": plan, "decisions": [decision("B11", "code", summary, why)]}
+
+
+def route_after_trim(state: AgentState) -> Literal["call_model", "finish"]:
+    """A refused query (decided by retrieve) ends the turn without calling the model."""
+    return "finish" if state.get("stop_reason") == "refused" else "call_model"

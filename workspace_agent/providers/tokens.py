@@ -9,6 +9,7 @@ the same history again and again.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import os
@@ -45,6 +46,12 @@ def encoding() -> tiktoken.Encoding:
     with _lock:
         _seed_cache()
         return tiktoken.get_encoding(ENCODING)
+
+
+async def ensure_tokenizer() -> None:
+    """Load the tokenizer in a worker thread once, so its disk read never blocks a server's event loop."""
+    if encoding.cache_info().currsize == 0:
+        await asyncio.to_thread(encoding)
 
 
 @lru_cache(maxsize=65_536)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from workspace_agent.checkpoints.chatlog import Records
 from workspace_agent.graphs.context import Context
+from workspace_agent.providers.models import chat_model
 from workspace_agent.skills.builtin import builtin_tools
 
 
@@ -21,16 +23,34 @@ class Toolset:
 
 @dataclass
 class Services:
-    """What the nodes use besides state and context: the records store and the program's extra tools."""
+    """What the nodes use besides state and context: records, the program's own tools and model."""
 
     records: Records
     extra_tools: list[BaseTool] = field(default_factory=list)
+    model: BaseChatModel | None = None
+    _builtins: dict[tuple[str, str], list[BaseTool]] = field(default_factory=dict, repr=False)
+
+    def builtins(self, context: Context) -> list[BaseTool]:
+        """The built-in tools of a workspace and user, built once: deriving a tool's schema costs milliseconds."""
+        key = (context.workspace, context.user_id)
+        if key not in self._builtins:
+            if len(self._builtins) > 1024:
+                self._builtins.clear()
+            self._builtins[key] = builtin_tools(context.workspace, context.user_id, self.records)
+        return self._builtins[key]
+
+    def chat_model(self, context: Context) -> BaseChatModel:
+        """The program's own chat model if it brought one, else ``context.model`` at the OpenAI endpoint."""
+        return self.model if self.model is not None else chat_model(context.model)
 
     async def toolset(self, context: Context) -> Toolset:
         """Every tool offered to the model in this workspace; a name clash keeps the first one."""
         tools: dict[str, BaseTool] = {}
         problems: list[str] = []
-        for tool in [*builtin_tools(context.workspace, context.user_id, self.records), *self.extra_tools]:
+        for tool in [
+            *self.builtins(context),
+            *self.extra_tools,
+        ]:
             if tool.name in tools:
                 problems.append(f"tool name {tool.name!r} is offered twice; the first one is kept")
                 continue

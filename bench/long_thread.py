@@ -1,0 +1,75 @@
+"""Cost per turn as a thread grows: turn 500 against turn 10, in time and in checkpoint bytes, on PostgreSQL.
+
+Every turn goes through the real saver and the real chat log in the embedded PostgreSQL (or
+``DATABASE_URL``). Bytes are what the saver's serializer produced for the turn — what it writes. Goal
+(DESIGN §4): ≤ 1.2× each. Run: ``python bench/long_thread.py [turns]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+import uuid
+from typing import Any
+
+from common import ToolThenAnswer
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from workspace_agent.checkpoints.savers import postgres_saver
+from workspace_agent.graphs.agent import build_graph
+from workspace_agent.graphs.context import Context
+
+
+class CountingSerde:
+    """Wrap the saver's serializer and count the bytes it produces."""
+
+    def __init__(self, inner: SerializerProtocol) -> None:
+        self.inner = inner
+        self.bytes = 0
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = self.inner.dumps_typed(obj)
+        self.bytes += len(data)
+        return kind, data
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return self.inner.loads_typed(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def main(turns: int) -> None:
+    async with postgres_saver() as saver:
+        serde = CountingSerde(saver.serde)
+        saver.serde = serde  # type: ignore[assignment]
+        graph = build_graph(checkpointer=saver, model=ToolThenAnswer(calls=[("current_datetime", {})],
+                                                                     answer="It is now. " * 20))
+        context = Context(model="bench", workspace=f"bench-{uuid.uuid4().hex[:6]}")
+        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        times: dict[int, float] = {}
+        sizes: dict[int, int] = {}
+        for n in range(1, turns + 1):
+            serde.bytes = 0
+            started = time.perf_counter()
+            await graph.ainvoke({"messages": [{"role": "user", "content": f"question {n}: what time is it?"}]},
+                                config, context=context)
+            times[n] = time.perf_counter() - started
+            sizes[n] = serde.bytes
+            if n % 100 == 0:
+                print(f"  turn {n}: {times[n] * 1000:.1f} ms, {sizes[n]} bytes", flush=True)
+
+    def window(n: int) -> tuple[float, float]:
+        picked = range(max(1, n - 4), min(turns, n + 5) + 1)
+        return statistics.median(times[i] for i in picked) * 1000, statistics.median(sizes[i] for i in picked)
+
+    t10, b10 = window(10)
+    tn, bn = window(turns)
+    print(f"turn 10 : {t10:7.1f} ms  {b10:8.0f} bytes (baseline; medians of turns 6-15)")
+    print(f"turn {turns}: {tn:7.1f} ms  {bn:8.0f} bytes  time {tn / t10:.2f}x  bytes {bn / b10:.2f}x  (goal <= 1.2x each)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 500))
