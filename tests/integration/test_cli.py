@@ -1,0 +1,79 @@
+"""The command line driven as a person would: a terminal, a question, an approval card, an answer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+
+CLI = str(Path(sys.executable).with_name("workspace-agent"))
+
+
+def test_chat_asks_for_approval_at_the_terminal_and_answers(database_url, tmp_path):
+    env = {**os.environ, "DATABASE_URL": database_url, "COLUMNS": "120"}
+    env.pop("OPENAI_BASE_URL", None)
+    child = pexpect.spawn(
+        CLI,
+        ["--demo", "--workspace", "cli-test", "--set", "auto_approved=[]", "chat"],
+        env=env,
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=60,
+    )
+    try:
+        child.expect("SCRIPTED DEMO SERVER")
+        child.expect("you")
+        child.sendline("what time is it?")
+        child.expect("Model wants to call")
+        child.expect("current_datetime")
+        child.expect(r"approve / edit / reject / always")
+        child.sendline("a")
+        child.expect("The tool answered: 20")
+        child.expect("you")
+        child.sendline("/decisions")
+        child.expect("decisions of the last turn")
+        child.expect("D3")
+        child.expect("person")
+        child.expect("you")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+
+
+def test_ask_prints_the_answer_and_exits_zero(database_url, tmp_path):
+    env = {**os.environ, "DATABASE_URL": database_url}
+    env.pop("OPENAI_BASE_URL", None)
+    done = subprocess.run(
+        [CLI, "--demo", "ask", "hello there"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(scripted model) You said: hello there"
+
+
+def test_ask_fails_with_a_clear_error_and_nonzero_exit(database_url, tmp_path):
+    env = {**os.environ, "DATABASE_URL": database_url}
+    env.pop("OPENAI_BASE_URL", None)
+    done = subprocess.run(
+        [CLI, "--demo", "--set", "history_limit=-2", "ask", "hi"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "history_limit must be 0 or more" in done.stderr
+    done = subprocess.run(
+        [CLI, "--demo", "ask", "   "], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "empty" in done.stderr
