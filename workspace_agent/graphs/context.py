@@ -96,6 +96,9 @@ class Context:
         ),
     )
     mcp_config: str = field(default="mcp_servers.json", metadata=_meta("Path of the MCP servers file."))
+    memories_enabled: bool = field(
+        default=True, metadata=_meta("Use and extract long-term memories of the user in this workspace.")
+    )
     query_refusal_response: str = field(
         default=QUERY_REFUSAL, metadata=_meta("Answer of query mode when no document context was found.")
     )

@@ -38,7 +38,7 @@ class OutputState(TypedDict, total=False):
 
     messages: Annotated[list[AnyMessage], add_messages]
     route: Route | None
-    sources: list[dict[str, Any]]
+    sources: Annotated[list[dict[str, Any]], operator.add]
     stop_reason: StopReason | None
     decisions: Annotated[list[Decision], operator.add]
 

@@ -87,7 +87,7 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
         "query_only": query_only,
         "decisions": Overwrite([*_abandoned(messages[:-1]), decision("A3", "code", chosen, why)]),
         "tool_calls_made": Overwrite(0),
-        "sources": [],
+        "sources": Overwrite([]),
         "context": [],
         "approved": [],
         "plan": {},

@@ -2,7 +2,8 @@
 
 One ``Send`` per call (rather than one node running them all) gives each call its own checkpointed task: on
 resume after a crash, finished calls are not run again. A tool that raises, hangs or gets bad arguments
-becomes an error tool message; the turn goes on.
+becomes an error tool message; the turn goes on. A tool that cites what it found returns
+``{"sources": [...]}`` as its artifact, and those citations join the turn's ``sources``.
 """
 
 from __future__ import annotations
@@ -68,8 +69,10 @@ async def execute_tool(state: ToolCallState, runtime: Runtime[Context], *, servi
         )
     message.id = f"{EXECUTED_PREFIX}{call['id']}"
     message.name = call["name"]
+    artifact = message.artifact if isinstance(message.artifact, dict) else {}
     return {
         "messages": [message],
+        "sources": list(artifact.get("sources") or []),
         "tool_calls_made": 1,
         "decisions": [decision("C10", "code", {call["id"]: status}, f"{call['name']} ran: {status}")],
     }
