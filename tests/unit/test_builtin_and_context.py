@@ -1,0 +1,41 @@
+"""Built-in tools and workspace settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from workspace_agent.graphs.context import Context
+from workspace_agent.providers.tokens import message_text
+from workspace_agent.skills.builtin import calculate
+
+
+def test_calculate_does_arithmetic_and_nothing_else():
+    assert calculate("(3 + 4) * 2") == "14"
+    assert calculate("2 ** 10") == "1024"
+    for bad in ["__import__('os')", "open('x')", "[1,2]", "2 ** 1000"]:
+        with pytest.raises((ValueError, SyntaxError)):
+            calculate(bad)
+
+
+def test_context_windows_and_validation():
+    assert Context(model="gpt-4o-mini").window == 128_000
+    assert Context(model="something-local").window == 8192
+    assert Context(model="x", context_window=4096).window == 4096
+    for bad in [{"top_n": 0}, {"similarity_threshold": 1.5}, {"chat_mode": "shout"}, {"max_tool_calls": -1}]:
+        with pytest.raises(ValueError):
+            Context(**bad)
+
+
+def test_every_context_field_is_described():
+    from dataclasses import fields
+
+    assert all(f.metadata.get("description") for f in fields(Context))
+
+
+def test_content_blocks_are_joined_as_text():
+    blocks = [
+        {"type": "text", "text": "a"},
+        {"type": "image_url", "image_url": "x"},
+        {"type": "text", "text": "b"},
+    ]
+    assert message_text({"content": blocks}) == "a\nb"
