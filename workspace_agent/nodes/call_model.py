@@ -2,67 +2,74 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, decision
+from workspace_agent.graphs.state import AgentState, Decision, decision
 from workspace_agent.nodes.trim import assemble
+from workspace_agent.providers.prompted import digest, parse_tool_calls, with_catalog
+from workspace_agent.providers.tokens import message_text
 from workspace_agent.skills.toolset import Services
 
 
+async def _offered_tools(
+    state: AgentState, ctx: Context, services: Services
+) -> tuple[list[BaseTool], list[Decision]]:
+    """The tools this model call may use: none in chat, none once the budget is spent."""
+    if state.get("route") != "agent":
+        return [], []
+    made = state.get("tool_calls_made", 0)
+    if made >= ctx.max_tool_calls:
+        why = f"{made} of {ctx.max_tool_calls} tool executions spent: the model must answer"
+        return [], [decision("G1", "code", "tools withheld", why)]
+    return list((await services.toolset(ctx)).tools.values()), []
+
+
 async def call_model(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
-    """Call the model with the trimmed prompt, binding the turn's tools natively in agent mode.
+    """Call the model with the trimmed prompt and the turn's tools: natively, or described in the prompt.
 
     Once ``max_tool_calls`` executions are spent the model is called without tools, so it has to answer.
-    A reply that stopped on ``length`` is recorded as ``max_tokens``: its text stands, but a tool call in it
-    may be half-written and is never executed (AnythingLLM runs such calls with ``{}`` arguments).
+    A model without native tool calling (reached through ``@agent``) gets the tools described in its system
+    prompt and answers with JSON naming one; after one round of calls it answers from a plain-text digest of
+    the results. A reply that stopped on ``length`` is recorded as ``max_tokens``: its text stands, but a
+    tool call in it may be half-written and is never executed (AnythingLLM runs such calls with ``{}``).
     """
     ctx = runtime.context
-    model = services.chat_model(ctx)
-    decisions = []
-    stop_reason = None
-    if state.get("route") == "agent":
-        made = state.get("tool_calls_made", 0)
-        if made >= ctx.max_tool_calls:
-            stop_reason = "max_tool_calls"
-            decisions.append(
-                decision(
-                    "G1",
-                    "code",
-                    "tools withheld",
-                    f"{made} of {ctx.max_tool_calls} tool executions spent: the model must answer",
-                )
-            )
-        else:
-            toolset = await services.toolset(ctx)
-            if toolset.tools:
-                model = model.bind_tools(list(toolset.tools.values()))  # type: ignore[assignment]
-    response = await model.ainvoke(assemble(state["plan"], state["messages"], state.get("history") or []))
+    model: Any = services.chat_model(ctx)
+    tools, decisions = await _offered_tools(state, ctx, services)
+    stop_reason = "max_tool_calls" if decisions else None
+    request: list[BaseMessage] = assemble(state["plan"], state["messages"], state.get("history") or [])
+    prompted = bool(tools) and not ctx.native_tool_calling
+    if prompted and any(isinstance(m, ToolMessage) for m in state["messages"]):
+        request, tools, prompted = digest(request), [], False
+        stop_reason = None
+    elif prompted:
+        request = with_catalog(request, tools)
+        model = model.with_config(tags=["nostream"])  # JSON meant for us, not for the person watching
+    elif tools:
+        model = model.bind_tools(tools)
+    response = await model.ainvoke(request)
     assert isinstance(response, AIMessage)
     finish = response.response_metadata.get("finish_reason")
     if finish == "length":
         stop_reason = "max_tokens"
         calls = len(response.tool_calls) + len(response.invalid_tool_calls)
-        decisions.append(
-            decision(
-                "G2",
-                "code",
-                "max_tokens",
-                f"the reply hit the output limit; {calls} tool call(s) in it will not run",
+        why = f"the reply hit the output limit; {calls} tool call(s) in it will not run"
+        decisions.append(decision("G2", "code", "max_tokens", why))
+    elif prompted:
+        calls = parse_tool_calls(message_text(response), {t.name for t in tools})
+        if calls:
+            response = AIMessage(
+                "", tool_calls=calls, id=response.id, response_metadata=response.response_metadata
             )
-        )
     names = [c["name"] for c in response.tool_calls]
-    decisions.append(
-        decision(
-            "C1",
-            "model",
-            names or "answer",
-            f"the model asked for {len(names)} tool call(s)" if names else "the model answered",
-        )
-    )
+    how = "in JSON text (prompted tool calling)" if prompted else "natively"
+    why = f"the model asked for {len(names)} tool call(s) {how}" if names else "the model answered"
+    decisions.append(decision("C1", "model", names or "answer", why))
     return {"messages": [response], "decisions": decisions, "stop_reason": stop_reason}
 
 

@@ -1,0 +1,113 @@
+"""Prompted tool calling, for models that cannot call tools natively (AnythingLLM's "untooled" path).
+
+The tools are described in the system prompt and the model answers with JSON naming a tool; small local
+models do this reliably only in plain text (often fenced, sometimes with doubled braces), so the reply is
+parsed leniently and anything that does not name a known tool is an ordinary answer. After one round of
+tool calls the model answers from a plain-text digest of the results: small models follow a digest far
+better than raw tool messages they were never trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import BaseTool
+
+from workspace_agent.providers.tokens import message_text
+
+INSTRUCTIONS = (
+    "You can call these tools. When one of them helps answer the user, reply with JSON only, no other text: "
+    '{"name": "<tool name>", "arguments": {...}} — or a JSON list of such objects to call several tools. '
+    "When no tool helps, answer the user normally in plain text."
+)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def catalog(tools: list[BaseTool]) -> str:
+    """The tools as the model reads them: name, description and argument schema."""
+    lines = []
+    for tool in tools:
+        schema = tool.tool_call_schema.model_json_schema() if tool.tool_call_schema else {}
+        args = {
+            k: {x: v[x] for x in ("type", "description") if x in v}
+            for k, v in schema.get("properties", {}).items()
+        }
+        lines.append(f"- {tool.name}: {tool.description}\n  arguments: {json.dumps(args)}")
+    return INSTRUCTIONS + "\n\nTools:\n" + "\n".join(lines)
+
+
+def _candidates(text: str) -> list[str]:
+    found = [m.strip() for m in _FENCE.findall(text)]
+    stripped = text.strip()
+    found.append(stripped)
+    start = min((i for i in (stripped.find("{"), stripped.find("[")) if i >= 0), default=-1)
+    if start >= 0:
+        found.append(stripped[start:])
+    return found
+
+
+def _load(candidate: str) -> Any:
+    for variant in (candidate, candidate.replace("{{", "{").replace("}}", "}")):
+        try:
+            return json.JSONDecoder().raw_decode(variant)[0]
+        except (json.JSONDecodeError, ValueError):
+            continue
+    return None
+
+
+def parse_tool_calls(text: str, names: set[str]) -> list[dict[str, Any]]:
+    """Tool calls a reply asks for, as LangChain tool calls; none when it names no known tool."""
+    for candidate in _candidates(text):
+        value = _load(candidate)
+        items = value if isinstance(value, list) else [value]
+        calls = []
+        for item in items:
+            if not isinstance(item, dict) or item.get("name") not in names:
+                continue
+            args = item.get("arguments", item.get("parameters", item.get("args", {})))
+            if isinstance(args, str):
+                args = _load(args) or {}
+            calls.append(
+                {
+                    "name": item["name"],
+                    "args": args if isinstance(args, dict) else {},
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "tool_call",
+                }
+            )
+        if calls:
+            return calls
+    return []
+
+
+def digest(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Fold this turn's tool calls and results into the user message as plain text."""
+    first_ai = next((i for i, m in enumerate(messages) if isinstance(m, AIMessage) and m.tool_calls), None)
+    if first_ai is None:
+        return messages
+    head, exchange = messages[:first_ai], messages[first_ai:]
+    results = {m.tool_call_id: message_text(m) for m in exchange if isinstance(m, ToolMessage)}
+    lines = [
+        f"- {c['name']}({json.dumps(c['args'], ensure_ascii=False)}) returned: {results.get(c['id'], '-')}"
+        for m in exchange
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+    ]
+    user = head[-1]
+    note = (
+        "\n\nTool results for this question:\n"
+        + "\n".join(lines)
+        + "\nAnswer the question using these results."
+    )
+    return [*head[:-1], HumanMessage(message_text(user) + note)]
+
+
+def with_catalog(messages: list[BaseMessage], tools: list[BaseTool]) -> list[BaseMessage]:
+    """The request with the tool catalog appended to the system prompt."""
+    if messages and isinstance(messages[0], SystemMessage):
+        return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools)), *messages[1:]]
+    return [SystemMessage(catalog(tools)), *messages]
