@@ -405,3 +405,13 @@ async def test_a_failing_model_loses_nothing(llm, saver, workspace, thread):
     assert out["messages"][-1].content == "back"
     assert [m["content"] for m in llm.requests[-1]["messages"][1:]] == ["one", "first", "two"]
     assert isinstance(out["messages"][-1], AIMessage)
+
+
+async def test_an_oversized_message_is_a_clear_error_and_the_thread_goes_on(llm, saver, workspace, thread):
+    graph = build_graph(checkpointer=saver)
+    with pytest.raises(ValueError, match="the limit is 1000000"):
+        await graph.ainvoke(user_message("x" * 1_000_001), thread, context=ctx(workspace))
+    assert llm.requests == []
+    llm.push(text_reply("still here"))
+    out = await graph.ainvoke(user_message("small"), thread, context=ctx(workspace))
+    assert out["messages"][-1].content == "still here"
