@@ -75,8 +75,8 @@ async def main(turns: int) -> None:
     for base in (10, 30):
         tb, bb = window(base)
         print(
-            f"  against turn {base:3d}: {tb:7.1f} ms  {bb:8.0f} bytes  ->  time {tn / tb:.2f}x  bytes {bn / bb:.2f}x"
-            "  (goal <= 1.2x each)"
+            f"  against turn {base:3d}: {tb:7.1f} ms  {bb:8.0f} bytes  ->  "
+            f"time {tn / tb:.2f}x  bytes {bn / bb:.2f}x  (goal <= 1.2x each)"
         )
     print(
         "  (the default history_limit of 20 exchanges fills up by turn 21: turn 10 carries 9, later turns 20)"

@@ -28,14 +28,19 @@ async def wait(label: str) -> str:
 
 async def turn_ms(k: int, rounds: int = 5) -> float:
     model = ToolThenAnswer(calls=[("wait", {"label": str(i)}) for i in range(k)])
-    graph = build_graph(checkpointer=InMemorySaver(), records=MemoryRecords(), model=model,
-                        tools=[StructuredTool.from_function(coroutine=wait, name="wait")])
+    graph = build_graph(
+        checkpointer=InMemorySaver(),
+        records=MemoryRecords(),
+        model=model,
+        tools=[StructuredTool.from_function(coroutine=wait, name="wait")],
+    )
     context = Context(model="bench", auto_approved=["*"])
     message = {"messages": [{"role": "user", "content": "go"}]}
-    samples = [
-        await timed(lambda: graph.ainvoke(message, {"configurable": {"thread_id": uuid.uuid4().hex}}, context=context))
-        for _ in range(rounds)
-    ]
+
+    def config() -> dict:
+        return {"configurable": {"thread_id": uuid.uuid4().hex}}
+
+    samples = [await timed(lambda: graph.ainvoke(message, config(), context=context)) for _ in range(rounds)]
     return median_ms(samples)
 
 
@@ -44,8 +49,10 @@ async def main() -> None:
     print(f"tool latency L = {LATENCY * 1000:.0f} ms; a turn with 1 call: {one:.0f} ms (baseline)")
     for k in (5, 10):
         many = await turn_ms(k)
-        print(f"  {k:2d} calls: {many:6.0f} ms  ratio to 1 call {many / one:.2f}x  ratio to L {many / (LATENCY * 1000):.2f}x"
-              f"  (serial would be {k * LATENCY * 1000:.0f} ms)")
+        print(
+            f"  {k:2d} calls: {many:6.0f} ms  ratio to 1 call {many / one:.2f}x  "
+            f"ratio to L {many / (LATENCY * 1000):.2f}x  (serial would be {k * LATENCY * 1000:.0f} ms)"
+        )
 
 
 if __name__ == "__main__":

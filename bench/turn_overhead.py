@@ -25,7 +25,8 @@ from workspace_agent.skills.builtin import current_datetime
 async def main(turns: int) -> None:
     model = ToolThenAnswer(calls=[("current_datetime", {})])
     ours = build_graph(checkpointer=InMemorySaver(), records=MemoryRecords(), model=model)
-    prebuilt = create_react_agent(model, [StructuredTool.from_function(current_datetime)], checkpointer=InMemorySaver())
+    clock = StructuredTool.from_function(current_datetime)
+    prebuilt = create_react_agent(model, [clock], checkpointer=InMemorySaver())
     context = Context(model="bench")
     message = {"messages": [{"role": "user", "content": "what time is it?"}]}
 
