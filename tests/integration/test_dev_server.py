@@ -132,7 +132,9 @@ async def test_run_interrupt_resume_answer_through_the_sdk(dev_server, llm, work
     values = state["values"]
     assert values["stop_reason"] == "answered" and values["messages"][-1]["content"] == "saved it"
     ids = [d["id"] for d in values["decisions"]]
-    assert ids[:4] == ["A3", "B4", "B8", "B11"] and "D3" in ids and ids[-1] == "G1"
+    assert (
+        ids[0] == "A3" and {"B4", "B8"} <= set(ids[1:4]) and "B11" in ids and "D3" in ids and ids[-1] == "G1"
+    )
     call_id = request["action_requests"][0]["tool_call_id"]
     assert [d["outcome"] for d in values["decisions"] if d["id"] == "D3"] == [{call_id: "approve"}]
     tool_answer = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"]

@@ -8,11 +8,12 @@ replies and the tool results of this turn). Earlier turns live in the chat log a
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
 from langchain_core.messages.tool import ToolCall
 from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
 
 Route = Literal["chat", "agent"]
 StopReason = Literal["answered", "terminated", "max_tokens", "max_tool_calls", "refused"]

@@ -11,6 +11,7 @@ from workspace_agent.checkpoints.chatlog import Records
 from workspace_agent.graphs.context import Context
 from workspace_agent.providers.models import chat_model
 from workspace_agent.skills.builtin import builtin_tools
+from workspace_agent.skills.mcp import load_mcp
 
 
 @dataclass
@@ -31,7 +32,7 @@ class Services:
     _builtins: dict[tuple[str, str], list[BaseTool]] = field(default_factory=dict, repr=False)
 
     def builtins(self, context: Context) -> list[BaseTool]:
-        """The built-in tools of a workspace and user, built once: deriving a tool's schema costs milliseconds."""
+        """The built-in tools of a workspace and user, built once (deriving tool schemas is slow)."""
         key = (context.workspace, context.user_id)
         if key not in self._builtins:
             if len(self._builtins) > 1024:
@@ -44,12 +45,19 @@ class Services:
         return self.model if self.model is not None else chat_model(context.model)
 
     async def toolset(self, context: Context) -> Toolset:
-        """Every tool offered to the model in this workspace; a name clash keeps the first one."""
+        """Every tool offered to the model in this workspace; a name clash keeps the first one.
+
+        MCP tools come last, so a server can never shadow a built-in or the program's own tool. Loading them
+        is cheap after the first call (sessions are held, the servers file is re-read only when it changes),
+        which matters because several nodes of every turn ask.
+        """
+        mcp = await load_mcp(context.mcp_config, call_timeout=context.tool_timeout)
         tools: dict[str, BaseTool] = {}
-        problems: list[str] = []
+        problems: list[str] = list(mcp.problems)
         for tool in [
             *self.builtins(context),
             *self.extra_tools,
+            *mcp.tools,
         ]:
             if tool.name in tools:
                 problems.append(f"tool name {tool.name!r} is offered twice; the first one is kept")

@@ -1,0 +1,1 @@
+"""Small real MCP servers (FastMCP) that the integration tests start over stdio, SSE and streamable HTTP."""
