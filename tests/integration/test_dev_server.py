@@ -86,6 +86,8 @@ async def test_studio_sees_the_context_fields_with_descriptions(dev_server):
     fields = schemas["context_schema"]["properties"]
     assert {"workspace", "history_limit", "approval_required", "auto_approved", "mcp_config"} <= set(fields)
     assert all(f.get("description") for f in fields.values())
+    assert "messages" in schemas["input_schema"]["properties"]
+    assert {"route", "sources", "stop_reason", "decisions"} <= set(schemas["output_schema"]["properties"])
     graph = await client.assistants.get_graph(assistant["assistant_id"])
     assert {
         "route",

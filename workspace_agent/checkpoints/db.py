@@ -17,9 +17,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from workspace_agent.checkpoints.embedded import database_url
 
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, AsyncConnectionPool]] = (
-    weakref.WeakKeyDictionary()
-)
+_pools: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[str, asyncio.Future[AsyncConnectionPool]]
+] = weakref.WeakKeyDictionary()
 _ready: set[tuple[str, str]] = set()
 
 
@@ -27,17 +27,30 @@ async def _configure(conn: AsyncConnection) -> None:
     conn.row_factory = dict_row  # type: ignore[assignment]
 
 
+async def _open(url: str) -> AsyncConnectionPool:
+    new = AsyncConnectionPool(
+        url, min_size=1, max_size=8, open=False, configure=_configure, kwargs={"autocommit": True}
+    )
+    await new.open(wait=True, timeout=30)
+    return new
+
+
 async def pool(url: str | None = None) -> AsyncConnectionPool:
-    """The pool of this event loop for ``url`` (default: the project database)."""
+    """The pool of this event loop for ``url`` (default: the project database).
+
+    Concurrent first callers (parallel nodes) share one opening task, so no pool is opened twice and lost.
+    """
     url = url or await asyncio.to_thread(database_url)
     per_loop = _pools.setdefault(asyncio.get_running_loop(), {})
-    if url not in per_loop:
-        new = AsyncConnectionPool(
-            url, min_size=1, max_size=8, open=False, configure=_configure, kwargs={"autocommit": True}
-        )
-        await new.open(wait=True, timeout=30)
-        per_loop[url] = new
-    return per_loop[url]
+    opening = per_loop.get(url)
+    if opening is None:
+        opening = per_loop[url] = asyncio.ensure_future(_open(url))
+    try:
+        return await asyncio.shield(opening)
+    except Exception:
+        if per_loop.get(url) is opening:
+            del per_loop[url]
+        raise
 
 
 @asynccontextmanager
