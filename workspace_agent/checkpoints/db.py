@@ -66,7 +66,8 @@ async def ensure_schema(name: str, statements: Iterable[str], url: str | None = 
     if (url, name) in _ready:
         return
     async with connection(url) as conn, conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
+        # One lock for every part: two parts may both create the vector extension on a fresh database.
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('workspace-agent schema'))")
         for statement in statements:
             await conn.execute(statement)
     _ready.add((url, name))

@@ -1,8 +1,8 @@
 """The agent graph: one chat or agent turn, every decision a named node or conditional edge.
 
-Reads top to bottom like DESIGN §1: route (A3) → load_history (B4) ∥ retrieve (B8) → trim (B11) →
-call_model (C1, G2) → approve (D3, D21) → execute_tool × n (C10) → trim → … → finish (G1). History and
-retrieval are independent reads, so they run side by side and trim waits for both.
+Reads top to bottom like DESIGN §1: route (A3) → load_history (B4) ∥ retrieve (B8) ∥ recall (M2) → trim
+(B11) → call_model (C1, G2) → approve (D3, D21) → execute_tool × n (C10) → trim → … → finish (G1).
+History, documents and memories are independent reads, so they run side by side and trim waits for all.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from workspace_agent.nodes.approve import approve
 from workspace_agent.nodes.call_model import call_model, route_after_model
 from workspace_agent.nodes.finish import finish
 from workspace_agent.nodes.history import load_history
+from workspace_agent.nodes.recall import recall
 from workspace_agent.nodes.retrieve import retrieve
 from workspace_agent.nodes.route import route
 from workspace_agent.nodes.tools import execute_tool, route_tool_calls
@@ -57,6 +58,7 @@ def build_graph(
     builder.add_node("route", partial(route, services=services))
     builder.add_node("load_history", partial(load_history, services=services))
     builder.add_node("retrieve", retrieve)
+    builder.add_node("recall", partial(recall, services=services))
     builder.add_node("trim", trim)
     builder.add_node("call_model", partial(call_model, services=services))
     builder.add_node("approve", partial(approve, services=services))
@@ -66,7 +68,8 @@ def build_graph(
     builder.add_edge(START, "route")
     builder.add_edge("route", "load_history")
     builder.add_edge("route", "retrieve")
-    builder.add_edge(["load_history", "retrieve"], "trim")
+    builder.add_edge("route", "recall")
+    builder.add_edge(["load_history", "retrieve", "recall"], "trim")
     builder.add_conditional_edges("trim", route_after_trim, ["call_model", "finish"])
     builder.add_conditional_edges("call_model", route_after_model, ["approve", "finish"])
     builder.add_conditional_edges("approve", route_tool_calls, ["execute_tool", "trim"])

@@ -1,0 +1,64 @@
+"""M1, step 2 — which groups are read now: enough chats, a user no longer active, memories enabled.
+
+A group that fails a gate is left exactly as it is (nothing read, nothing marked) and is looked at again
+by the next run, as in AnythingLLM, whose gates also sit outside its mark-everything ``finally``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from workspace_agent.graphs.state import Decision, decision
+from workspace_agent.nodes.memory.state import MemoryContext, MemoryState, Report
+
+
+def _skip_reason(group: dict[str, Any], ctx: MemoryContext) -> str | None:
+    if not group["enabled"]:
+        return "memories are disabled in this workspace (memories_enabled is False)"
+    if group["chats"] < ctx.min_chats:
+        return f"only {group['chats']} unprocessed chat(s); {ctx.min_chats} needed"
+    idle = group["idle_seconds"] / 60
+    if ctx.idle_minutes and idle < ctx.idle_minutes:
+        return f"still active: newest chat {idle:.1f} min old, {ctx.idle_minutes:g} min of quiet needed"
+    return None
+
+
+def gate_groups(state: MemoryState, runtime: Runtime[MemoryContext]) -> dict:
+    """Split the groups into those read now and those left for a later run, with the reason for each."""
+    ctx = runtime.context
+    ready: list[dict[str, Any]] = []
+    skipped: list[Report] = []
+    notes: list[Decision] = []
+    for group in state.get("groups") or []:
+        who = {"user_id": group["user_id"], "workspace": group["workspace"]}
+        reason = _skip_reason(group, ctx)
+        if reason is None:
+            ready.append(group)
+            why = f"{group['chats']} chats, newest {group['idle_seconds'] / 60:.0f} min old: read them all"
+            notes.append(decision("M1", "code", {**who, "read": True}, why))
+        else:
+            skipped.append(
+                {
+                    **who,
+                    "batch": None,
+                    "chat_ids": [],
+                    "read": 0,
+                    "stored": 0,
+                    "marked": 0,
+                    "dropped": [],
+                    "skipped": reason,
+                    "error": None,
+                }
+            )
+            notes.append(decision("M1", "code", {**who, "read": False}, f"left for a later run: {reason}"))
+    return {"ready": ready, "report": skipped, "decisions": notes}
+
+
+def route_groups(state: MemoryState) -> list[Send] | Literal["__end__"]:
+    """One ``process_group`` task per group that passed the gates; the groups run side by side."""
+    ready = state.get("ready") or []
+    return [Send("process_group", {"group": group}) for group in ready] if ready else END

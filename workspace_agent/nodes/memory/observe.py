@@ -1,0 +1,78 @@
+"""M1, step 4 — what in this batch is worth remembering: the observer model proposes up to three facts."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+
+from workspace_agent.graphs.state import decision
+from workspace_agent.nodes.memory.answers import MAX_OBSERVATIONS, Observations, parse_answer
+from workspace_agent.nodes.memory.state import GroupState, MemoryContext, MemoryServices, batch_row
+from workspace_agent.providers.tokens import message_text
+
+OBSERVER_PROMPT = """\
+You help an assistant remember its user between conversations. Below are recent conversations between \
+the user and the assistant. Note what would still be useful to know about the user weeks from now.
+
+Worth noting: the user's name (always, when they give it), their role or occupation, the projects they \
+work on, the tools, languages and conventions they use, and lasting preferences about how they want to be \
+answered. Not worth noting: one-off questions or tasks, anything the assistant said or believes, moods, \
+greetings and thanks, and secrets such as passwords, keys or account numbers.
+
+Write each fact as one short, self-contained sentence about "the user". Give at most 3 facts, the most \
+useful first, each with a confidence: "high" when the user said it plainly, "medium" when it is strongly \
+implied, "low" when it is a guess.
+
+Reply with JSON only, in this form:
+{"observations": [{"content": "The user ...", "confidence": "high"}]}
+Reply {"observations": []} when nothing is worth remembering."""
+
+
+def render_chats(state: GroupState) -> str:
+    """The batch as the observer reads it, oldest first."""
+    group = state["group"]
+    blocks = [
+        f"--- conversation {i} ---\nUser: {c['prompt']}\nAssistant: {c['response']}"
+        for i, c in enumerate(state["batch"], 1)
+    ]
+    return f"Conversations in the workspace {group['workspace']!r}, oldest first:\n\n" + "\n\n".join(blocks)
+
+
+async def observe(state: GroupState, runtime: Runtime[MemoryContext], *, services: MemoryServices) -> dict:
+    """Ask the observer for candidate facts; a failure leaves the batch unmarked and ends the group's run.
+
+    The group stops at a failed batch rather than reading on: its later chats may refine what the failed
+    one says, and a model that just failed is likely to fail again. The next run resumes from that batch.
+    """
+    ctx = runtime.context
+    try:
+        model = services.chat_model(ctx)
+        reply = await model.ainvoke([SystemMessage(OBSERVER_PROMPT), HumanMessage(render_chats(state))])
+        answer = parse_answer(message_text(reply), Observations)
+    except Exception as exc:  # the model's failure is this batch's outcome, never the run's end
+        error = f"observer: {type(exc).__name__}: {exc}"
+        return {
+            "error": error,
+            "report": [batch_row(state, error=error)],
+            "decisions": [decision("M1", "code", {"batch": state["batch_no"], "marked": 0}, error)],
+        }
+    found = answer.observations[:MAX_OBSERVATIONS]
+    candidates = [{"content": o.content.strip(), "confidence": o.confidence} for o in found]
+    extra = len(answer.observations) - len(found)
+    why = f"the observer found {len(candidates)} fact(s)" + (
+        f"; {extra} beyond the 3 allowed ignored" if extra else ""
+    )
+    return {
+        "candidates": candidates,
+        "decisions": [decision("M1", "model", [c["content"] for c in candidates], why)],
+    }
+
+
+def route_after_observe(state: GroupState) -> Literal["reflect", "store", "__end__"]:
+    """Candidates go to the reflector; none means the batch is read and only needs marking; failure ends."""
+    if state.get("error"):
+        return END
+    return "reflect" if state.get("candidates") else "store"

@@ -1,0 +1,84 @@
+"""M1, step 5 — which candidates become memories: the reflector sorts, deduplicates, creates or updates."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+
+from workspace_agent.checkpoints.memories import GLOBAL_LIMIT, WORKSPACE_LIMIT, Memory
+from workspace_agent.graphs.state import decision
+from workspace_agent.nodes.memory.answers import Proposals, parse_answer
+from workspace_agent.nodes.memory.state import GroupState, MemoryContext, MemoryServices, batch_row
+from workspace_agent.providers.tokens import message_text
+
+REFLECTOR_PROMPT = """\
+You keep a small, tidy set of memories about a user. You are given candidate facts from recent \
+conversations and the memories already kept. Decide which candidates to keep and where.
+
+Scope: "global" for facts that hold in every workspace (name, role, language, general preferences); \
+"workspace" for facts tied to this workspace's subject or project.
+Kept memories: if a candidate says nothing new, leave it out. If it corrects or sharpens a kept memory, \
+return an "update" with that memory's id and the full new text, instead of a second memory.
+Confidence: keep "low" candidates only when they are about who the user is; keep "medium" ones only when \
+they are lasting preferences; "high" ones when they are worth remembering at all.
+Space: never create more memories of a scope than it has free slots.
+
+Reply with JSON only, in this form:
+{"memories": [{"action": "create", "scope": "workspace", "content": "The user ..."}, \
+{"action": "update", "scope": "global", "update_id": 12, "content": "The user ..."}]}
+Reply {"memories": []} when nothing should change."""
+
+
+def _listing(title: str, memories: list[Memory], limit: int) -> str:
+    free = max(limit - len(memories), 0)
+    head = f"{title} ({len(memories)} of {limit}; {free} free" + ("" if free else ": create none") + ")"
+    return head + ":\n" + ("\n".join(f"- [id {m.id}] {m.content}" for m in memories) or "- (none)")
+
+
+def render_request(state: GroupState, known: list[Memory]) -> str:
+    """Candidates and the kept memories, as the reflector reads them."""
+    group = state["group"]
+    candidates = "\n".join(f"- ({c['confidence']}) {c['content']}" for c in state["candidates"])
+    return "\n\n".join(
+        [
+            f"Workspace: {group['workspace']!r}",
+            f"Candidate facts:\n{candidates}",
+            _listing("Global memories", [m for m in known if m.scope == "global"], GLOBAL_LIMIT),
+            _listing("Workspace memories", [m for m in known if m.scope == "workspace"], WORKSPACE_LIMIT),
+        ]
+    )
+
+
+async def reflect(state: GroupState, runtime: Runtime[MemoryContext], *, services: MemoryServices) -> dict:
+    """Ask the reflector what to create or update; a failure leaves the batch unmarked and ends the group."""
+    ctx = runtime.context
+    group = state["group"]
+    try:
+        known = await services.memories.known(group["user_id"], group["workspace"])
+        model = services.chat_model(ctx)
+        reply = await model.ainvoke(
+            [SystemMessage(REFLECTOR_PROMPT), HumanMessage(render_request(state, known))]
+        )
+        answer = parse_answer(message_text(reply), Proposals)
+    except Exception as exc:  # the model's failure is this batch's outcome, never the run's end
+        error = f"reflector: {type(exc).__name__}: {exc}"
+        return {
+            "error": error,
+            "report": [batch_row(state, error=error)],
+            "decisions": [decision("M1", "code", {"batch": state["batch_no"], "marked": 0}, error)],
+        }
+    changes = [
+        {"action": p.action, "scope": p.scope, "content": p.content.strip(), "update_id": p.update_id}
+        for p in answer.memories
+        if p.action != "skip"
+    ]
+    why = f"the reflector proposed {len(changes)} change(s) from {len(state['candidates'])} candidate(s)"
+    return {"changes": changes, "decisions": [decision("M1", "model", changes, why)]}
+
+
+def route_after_reflect(state: GroupState) -> Literal["store", "__end__"]:
+    """Proposals (even none) are stored with the batch's marking; a failure ends the group's run."""
+    return END if state.get("error") else "store"
