@@ -77,3 +77,26 @@ def test_ask_fails_with_a_clear_error_and_nonzero_exit(database_url, tmp_path):
         [CLI, "--demo", "ask", "   "], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 1 and "empty" in done.stderr
+
+
+def test_memory_commands_are_wired(database_url, tmp_path):
+    env = {**os.environ, "DATABASE_URL": database_url}
+    done = subprocess.run(
+        [CLI, "--user", "nobody-here", "memory", "list"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no memories" in done.stdout
+    done = subprocess.run(
+        [CLI, "memory", "delete", "999999999"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0

@@ -51,7 +51,35 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--config", default="mcp_servers.json")
     db = sub.add_parser("db", help="the embedded PostgreSQL")
     db.add_argument("action", choices=["url", "stop"])
+    memory = sub.add_parser("memory", help="long-term memories: extract, schedule, list, edit, delete")
+    memory_sub = memory.add_subparsers(dest="memory_action", required=True)
+    memory_sub.add_parser("run", help="extract memories from finished chats once")
+    schedule = memory_sub.add_parser(
+        "schedule", help="extract every MEMORY_EXTRACTION_INTERVAL (3h) until Ctrl-C"
+    )
+    schedule.add_argument("--interval", help="e.g. 3h, 30m, 90 (seconds)")
+    memory_sub.add_parser("list", help="the memories of --user (all workspaces unless --workspace is given)")
+    edit = memory_sub.add_parser("edit", help="replace a memory's text")
+    edit.add_argument("memory_id", type=int)
+    edit.add_argument("content")
+    delete = memory_sub.add_parser("delete", help="forget a memory")
+    delete.add_argument("memory_id", type=int)
     return parser
+
+
+def _memory(args: argparse.Namespace) -> int:
+    from workspace_agent.cli import memories
+
+    given = {"workspace": args.workspace, "user_id": args.user} if args.workspace != "default" else {}
+    if args.memory_action == "run":
+        return memories.run_command(console, **given)
+    if args.memory_action == "schedule":
+        return memories.schedule_command(console, args.interval, **given)
+    if args.memory_action == "list":
+        return memories.list_command(console, user_id=args.user, workspace=given.get("workspace"))
+    if args.memory_action == "edit":
+        return memories.edit_command(console, args.memory_id, args.content)
+    return memories.delete_command(console, args.memory_id)
 
 
 def _context(args: argparse.Namespace, native: bool) -> Context:
@@ -242,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
             from workspace_agent.cli.mcp_view import show_mcp
 
             return show_mcp(args.config, console)
+        if args.command == "memory":
+            return _memory(args)
         if args.command == "db":
             from workspace_agent.checkpoints.embedded import database_url, stop_embedded
 
