@@ -42,9 +42,11 @@ async def test_prompted_calls_still_need_approval_and_unknown_names_are_text(llm
     )
     assert "Rejected by the user: no" in llm.requests[-1]["messages"][-1]["content"]
 
-    llm.push(text_reply('{"name": "format_disk", "arguments": {}}'))
+    llm.push(text_reply('{"name": "format_disk", "arguments": {}}'), text_reply("I cannot do that."))
     out = await graph.ainvoke(user_message("@agent do it"), thread, context=context)
-    assert out["stop_reason"] == "answered" and "format_disk" in out["messages"][-1].content
+    assert out["stop_reason"] == "answered" and out["messages"][-1].content == "I cannot do that."
+    assert "Tools:" not in llm.requests[-1]["messages"][0]["content"], "asked again without the tools"
+    assert any(d["outcome"] == "no such tool" for d in decisions_of(out, "C1"))
 
 
 async def test_automatic_mode_without_native_tools_is_plain_chat(llm, saver, workspace, thread):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
-from workspace_agent.providers.prompted import catalog, digest, parse_tool_calls, with_catalog
+from workspace_agent.providers.prompted import catalog, digest, names_a_tool, parse_tool_calls, with_catalog
 from workspace_agent.skills.builtin import calculate
 
 NAMES = {"calculate", "current_datetime"}
@@ -37,12 +37,14 @@ def test_unknown_names_and_prose_mean_no_tool():
     assert parse_tool_calls('{"name": "rm_rf", "arguments": {}}', NAMES) == []
     assert parse_tool_calls("The answer is 4. {not json}", NAMES) == []
     assert parse_tool_calls("", NAMES) == []
+    assert names_a_tool('{"name": "rm_rf", "arguments": {}}') and not names_a_tool("The answer is 4.")
 
 
 def test_catalog_describes_tools_in_the_system_prompt():
     tool = StructuredTool.from_function(calculate)
     text = catalog([tool])
-    assert "calculate" in text and "expression" in text and '"name"' in text
+    assert "calculate" in text and "expression (string)" in text
+    assert '{"name": "calculate", "arguments": {"expression": "<expression>"}}' in text
     out = with_catalog([SystemMessage("be nice"), HumanMessage("hi")], [tool])
     assert out[0].content.startswith("be nice") and "calculate" in out[0].content
 

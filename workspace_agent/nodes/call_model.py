@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, Decision, decision
 from workspace_agent.nodes.trim import assemble
-from workspace_agent.providers.prompted import digest, parse_tool_calls, with_catalog
+from workspace_agent.providers.prompted import digest, names_a_tool, parse_tool_calls, with_catalog
 from workspace_agent.providers.tokens import message_text
 from workspace_agent.skills.toolset import Services
 
@@ -61,11 +61,17 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         why = f"the reply hit the output limit; {calls} tool call(s) in it will not run"
         decisions.append(decision("G2", "code", "max_tokens", why))
     elif prompted:
-        calls = parse_tool_calls(message_text(response), {t.name for t in tools})
+        text = message_text(response)
+        calls = parse_tool_calls(text, {t.name for t in tools})
         if calls:
             response = AIMessage(
                 "", tool_calls=calls, id=response.id, response_metadata=response.response_metadata
             )
+        elif names_a_tool(text):  # a call to a tool that does not exist: ask again for a plain answer
+            why = "the reply called a tool that does not exist; the model was asked again without tools"
+            decisions.append(decision("C1", "model", "no such tool", why))
+            plain = assemble(state["plan"], state["messages"], state.get("history") or [])
+            response = await services.chat_model(ctx).ainvoke(plain)
     names = [c["name"] for c in response.tool_calls]
     how = "in JSON text (prompted tool calling)" if prompted else "natively"
     why = f"the model asked for {len(names)} tool call(s) {how}" if names else "the model answered"

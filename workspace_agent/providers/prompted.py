@@ -28,16 +28,31 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 def catalog(tools: list[BaseTool]) -> str:
-    """The tools as the model reads them: name, description and argument schema."""
-    lines = []
+    """The tools as the model reads them: name, purpose, arguments, and the exact JSON that calls each.
+
+    Small models copy what they see: shown a JSON schema they send the schema back as arguments, so each
+    tool is shown as a ready call with placeholders instead.
+    """
+    blocks = []
     for tool in tools:
         schema = tool.tool_call_schema.model_json_schema() if tool.tool_call_schema else {}
-        args = {
-            k: {x: v[x] for x in ("type", "description") if x in v}
-            for k, v in schema.get("properties", {}).items()
-        }
-        lines.append(f"- {tool.name}: {tool.description}\n  arguments: {json.dumps(args)}")
-    return INSTRUCTIONS + "\n\nTools:\n" + "\n".join(lines)
+        props = schema.get("properties", {})
+        args = "; ".join(
+            f"{k} ({v.get('type', 'any')}): {v.get('description', '')}".rstrip(": ") for k, v in props.items()
+        )
+        example = json.dumps({"name": tool.name, "arguments": {k: f"<{k}>" for k in props}})
+        blocks.append(f"- {tool.name}: {tool.description}\n  arguments: {args or 'none'}\n  call: {example}")
+    return INSTRUCTIONS + "\n\nTools:\n" + "\n".join(blocks)
+
+
+def names_a_tool(text: str) -> bool:
+    """Whether a reply is shaped like a tool call at all, known name or not."""
+    for candidate in _candidates(text):
+        value = _load(candidate)
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(i, dict) and "name" in i for i in items):
+            return True
+    return False
 
 
 def _candidates(text: str) -> list[str]:
