@@ -223,7 +223,13 @@ async def _run(args: argparse.Namespace) -> int:
         console.print(
             Panel(
                 f"model: {endpoint.label}\nworkspace: {context.workspace}  thread: "
-                f"{config['configurable']['thread_id']}\ncommands: /decisions  /exit",
+                f"{config['configurable']['thread_id']}  mode: {context.chat_mode}\n"
+                + (
+                    "start a message with @agent to let the model use tools\n"
+                    if not context.native_tool_calling
+                    else ""
+                )
+                + "commands: /decisions  /exit",
                 title="workspace-agent",
                 border_style="cyan",
             )
