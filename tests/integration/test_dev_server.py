@@ -2,81 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import re
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
-
-import httpx
-import pytest
 from langgraph_sdk import get_client
 
 from workspace_agent.providers.scripted import text_reply, tool_reply
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def dev_server(database_url, llm_server, tmp_path_factory) -> Iterator[str]:
-    """``langgraph dev`` on a free port, persisting to the test PostgreSQL, talking to the scripted model."""
-    log = tmp_path_factory.mktemp("dev") / "dev.log"
-    env = {
-        **os.environ,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGSMITH_TRACING": "false",
-        "DATABASE_URL": database_url,
-        "OPENAI_BASE_URL": llm_server.base_url,
-    }
-    cli = Path(sys.executable).with_name("langgraph")
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                str(cli),
-                "dev",
-                "--no-browser",
-                "--no-reload",
-                "--port",
-                str(_free_port()),
-                "--config",
-                "langgraph.json",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()
-        found = re.search(r"API: \S*?(http://127\.0\.0\.1:\d+)", log.read_text())
-        if found:
-            url = found.group(1)
-            try:
-                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(f"langgraph dev did not start:\n{log.read_text()}")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 async def test_studio_sees_the_context_fields_with_descriptions(dev_server):

@@ -416,77 +416,37 @@ def test_tool_names_are_sanitised_the_same_way_every_time():
 # ------------------------------------------------------------------------------------- the dev server
 
 
-def start_dev_server(env: dict[str, str]) -> tuple[str, subprocess.Popen, Path]:
-    """``langgraph dev`` from the repo root; it may pick another port than asked, so read it from its log."""
-    log = Path(env["WA_DEV_LOG"])
-    langgraph = Path(sys.executable).parent / "langgraph"
-    cmd = [str(langgraph), "dev", "--no-browser", "--no-reload", "--port", str(free_port())]
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [*cmd, "--config", "langgraph.json"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
-    deadline = time.monotonic() + 45
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()[-3000:]
-        text = re.sub(r"\x1b\[[0-9;]*m", "", log.read_text())
-        found = re.search(r"API: (http://127\.0\.0\.1:\d+)", text)
-        if found and "Application started up" in text:
-            return found.group(1), proc, log
-        time.sleep(0.1)
-    proc.kill()
-    raise TimeoutError(f"langgraph dev did not start:\n{log.read_text()[-3000:]}")
-
-
-async def test_dev_server_runs_an_mcp_call_after_approval_and_resume(llm, database_url, workspace, tmp_path):
+async def test_dev_server_runs_an_mcp_call_after_approval_and_resume(llm, dev_server, workspace, tmp_path):
     from langgraph_sdk import get_client
 
     record = tmp_path / "calls.jsonl"
     config = servers_file(tmp_path, {"rec": stdio("rec", record)})
-    env = {
-        **os.environ,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGSMITH_TRACING": "false",
-        "OPENAI_BASE_URL": llm.base_url,
-        "OPENAI_API_KEY": "test",
-        "CHAT_MODEL": "scripted",
-        "DATABASE_URL": database_url,
-        "WA_DEV_LOG": str(tmp_path / "dev.log"),
-    }
-    url, proc, _log = await asyncio.to_thread(start_dev_server, env)
-    try:
-        client = get_client(url=url)
-        thread_id = (await client.threads.create())["thread_id"]
-        # relative, as the default is: resolved against the server's working directory (the repo root)
-        context = {"workspace": workspace, "mcp_config": os.path.relpath(config, ROOT)}
-        ask = tool_reply(("rec-echo", {"text": "via the dev server"}))
-        llm.push(ask, text_reply("done through dev"))
-        await client.runs.wait(thread_id, "agent", input=user_message("go"), context=context)
-        state = await client.threads.get_state(thread_id)
-        [pending] = state["interrupts"]
-        [action] = pending["value"]["action_requests"]
-        assert (action["server"], action["tool"], action["args"]) == (
-            "rec",
-            "echo",
-            {"text": "via the dev server"},
-        )
-        assert action["tool_call_id"] == ask["tool_calls"][0]["id"]
-        assert records(record) == []
+    client = get_client(url=dev_server)
+    thread_id = (await client.threads.create())["thread_id"]
+    # relative, as the default is: resolved against the server's working directory (the repo root)
+    context = {"workspace": workspace, "mcp_config": os.path.relpath(config, ROOT)}
+    ask = tool_reply(("rec-echo", {"text": "via the dev server"}))
+    llm.push(ask, text_reply("done through dev"))
+    await client.runs.wait(thread_id, "agent", input=user_message("go"), context=context)
+    state = await client.threads.get_state(thread_id)
+    [pending] = state["interrupts"]
+    [action] = pending["value"]["action_requests"]
+    assert (action["server"], action["tool"], action["args"]) == (
+        "rec",
+        "echo",
+        {"text": "via the dev server"},
+    )
+    assert action["tool_call_id"] == ask["tool_calls"][0]["id"]
+    assert records(record) == []
 
-        result = await client.runs.wait(
-            thread_id,
-            "agent",
-            command={"resume": {"decisions": [{"type": "approve"}]}},
-            context=context,
-        )
-        assert result["messages"][-1]["content"] == "done through dev"
-        [call] = records(record)
-        assert call["tool"] == "echo" and call["pid"] != os.getpid()
-        [answer] = tool_messages(llm.requests[-1])
-        assert answer["content"] == "via the dev server"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    result = await client.runs.wait(
+        thread_id,
+        "agent",
+        command={"resume": {"decisions": [{"type": "approve"}]}},
+        context=context,
+    )
+    assert result["messages"][-1]["content"] == "done through dev"
+    [call] = records(record)
+    assert call["tool"] == "echo" and call["pid"] != os.getpid()
+    [answer] = tool_messages(llm.requests[-1])
+    assert answer["content"] == "via the dev server"
