@@ -12,6 +12,7 @@ import uuid
 from common import ToolThenAnswer, median_ms, timed
 from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
+from turn_overhead import NoDocuments
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.graphs.agent import build_graph
@@ -31,6 +32,7 @@ async def turn_ms(k: int, rounds: int = 5) -> float:
     graph = build_graph(
         checkpointer=InMemorySaver(),
         records=MemoryRecords(),
+        documents=NoDocuments(),
         model=model,
         tools=[StructuredTool.from_function(coroutine=wait, name="wait")],
     )

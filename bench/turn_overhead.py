@@ -1,8 +1,9 @@
 """Orchestration overhead of one agent turn against LangGraph's prebuilt agent, same model, no I/O.
 
 Both graphs get the same in-process model (one tool call, then an answer), the same read-only tool and an
-in-memory saver; ours also writes its chat log to memory. Runs are interleaved so machine noise hits both.
-Goal (DESIGN §4): ours ≤ 1.5× the prebuilt agent. Run: ``python bench/turn_overhead.py [turns]``.
+in-memory saver; ours writes its chat log to memory and has no documents, so neither touches a database.
+Runs are interleaved so machine noise hits both. Goal (DESIGN §4): ours ≤ 1.5× the prebuilt agent.
+Run: ``python bench/turn_overhead.py [turns]``.
 """
 
 from __future__ import annotations
@@ -22,9 +23,18 @@ from workspace_agent.graphs.context import Context
 from workspace_agent.skills.builtin import current_datetime
 
 
+class NoDocuments:
+    """A document store of a program that has none: retrieval finds nothing, without a database."""
+
+    async def space(self, workspace: str) -> None:
+        return None
+
+
 async def main(turns: int) -> None:
     model = ToolThenAnswer(calls=[("current_datetime", {})])
-    ours = build_graph(checkpointer=InMemorySaver(), records=MemoryRecords(), model=model)
+    ours = build_graph(
+        checkpointer=InMemorySaver(), records=MemoryRecords(), model=model, documents=NoDocuments()
+    )
     clock = StructuredTool.from_function(current_datetime)
     prebuilt = create_react_agent(model, [clock], checkpointer=InMemorySaver())
     context = Context(model="bench")

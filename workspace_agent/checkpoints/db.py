@@ -7,20 +7,23 @@ its life (tests, the CLI, the dev server's workers), so there is one pool per ru
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from workspace_agent.checkpoints.embedded import database_url
+from workspace_agent.checkpoints.embedded import database_url, embedded_started
 
 _pools: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, dict[str, asyncio.Future[AsyncConnectionPool]]
 ] = weakref.WeakKeyDictionary()
 _ready: set[tuple[str, str]] = set()
+T = TypeVar("T")
 
 
 async def _configure(conn: AsyncConnection) -> None:
@@ -35,12 +38,43 @@ async def _open(url: str) -> AsyncConnectionPool:
     return new
 
 
+async def resolve_url(url: str | None = None) -> str:
+    """The database URL; a thread hop only while the embedded server may still need starting."""
+    if url:
+        return url
+    if os.environ.get("DATABASE_URL") or embedded_started():
+        return database_url()  # no I/O: the variable, or the embedded server's URL found before
+    return await asyncio.to_thread(database_url)
+
+
+async def close_pools() -> None:
+    """Close this event loop's pools: a program about to end its loop calls this to exit cleanly."""
+    for opening in (_pools.pop(asyncio.get_running_loop(), None) or {}).values():
+        if opening.done() and not opening.exception():
+            await opening.result().close()
+
+
+def run(work: Awaitable[T]) -> T:
+    """``asyncio.run`` for commands: the loop's pools are closed before the loop ends.
+
+    A pool left open while it grows a connection can keep ``asyncio.run`` from finishing its shutdown.
+    """
+
+    async def closing() -> T:
+        try:
+            return await work
+        finally:
+            await close_pools()
+
+    return asyncio.run(closing())
+
+
 async def pool(url: str | None = None) -> AsyncConnectionPool:
     """The pool of this event loop for ``url`` (default: the project database).
 
     Concurrent first callers (parallel nodes) share one opening task, so no pool is opened twice and lost.
     """
-    url = url or await asyncio.to_thread(database_url)
+    url = await resolve_url(url)
     per_loop = _pools.setdefault(asyncio.get_running_loop(), {})
     opening = per_loop.get(url)
     if opening is None:
@@ -62,7 +96,7 @@ async def connection(url: str | None = None) -> AsyncIterator[AsyncConnection]:
 
 async def ensure_schema(name: str, statements: Iterable[str], url: str | None = None) -> None:
     """Run a part's DDL once per process and database; every statement must be idempotent."""
-    url = url or await asyncio.to_thread(database_url)
+    url = await resolve_url(url)
     if (url, name) in _ready:
         return
     async with connection(url) as conn, conn.transaction():

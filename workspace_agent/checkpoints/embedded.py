@@ -31,6 +31,11 @@ def _embedded_url() -> str:
         return server.get_uri()
 
 
+def embedded_started() -> bool:
+    """Whether this process already knows the embedded server's URL (asking again costs nothing)."""
+    return _embedded_url.cache_info().currsize > 0
+
+
 def database_url() -> str:
     """The PostgreSQL URL every part of the project uses."""
     return os.environ.get("DATABASE_URL") or _embedded_url()

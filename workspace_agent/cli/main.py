@@ -7,7 +7,6 @@ and turns the graph's approval interrupt into a question at the terminal with th
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 from rich.prompt import Prompt
 from rich.table import Table
 
+from workspace_agent.checkpoints.db import run
 from workspace_agent.graphs.context import Context
 
 console = Console()
@@ -51,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--config", default="mcp_servers.json")
     db = sub.add_parser("db", help="the embedded PostgreSQL")
     db.add_argument("action", choices=["url", "stop"])
+    ingest = sub.add_parser("ingest", help="add files or folders to the workspace (txt, md, html, pdf, docx)")
+    ingest.add_argument("paths", nargs="+")
+    ingest.add_argument("--chunk-size", type=int, default=1000)
+    ingest.add_argument("--chunk-overlap", type=int, default=20)
+    docs = sub.add_parser("docs", help="the workspace's documents: list, remove, pin, unpin")
+    docs.add_argument("action", choices=["list", "remove", "pin", "unpin"])
+    docs.add_argument("names", nargs="*", help="document ids, paths or titles")
     memory = sub.add_parser("memory", help="long-term memories: extract, schedule, list, edit, delete")
     memory_sub = memory.add_subparsers(dest="memory_action", required=True)
     memory_sub.add_parser("run", help="extract memories from finished chats once")
@@ -65,6 +72,23 @@ def _parser() -> argparse.ArgumentParser:
     delete = memory_sub.add_parser("delete", help="forget a memory")
     delete.add_argument("memory_id", type=int)
     return parser
+
+
+def _documents(args: argparse.Namespace) -> int:
+    from workspace_agent.cli import documents
+
+    if args.command == "ingest":
+        return documents.ingest_command(
+            args.paths, args.workspace, console, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap
+        )
+    if args.action == "list":
+        return documents.list_command(args.workspace, console)
+    if not args.names:
+        err.print(f"[red]error:[/] docs {args.action} needs at least one document name")
+        return 2
+    if args.action == "remove":
+        return documents.remove_command(args.names, args.workspace, console)
+    return documents.pin_command(args.names, args.workspace, console, pinned=args.action == "pin")
 
 
 def _memory(args: argparse.Namespace) -> int:
@@ -181,6 +205,17 @@ def _show_decisions(values: dict) -> None:
     console.print(table)
 
 
+async def _seed(workspace: str) -> None:
+    """A first chat in an empty workspace gets the sample documents, so retrieval has something to show."""
+    from workspace_agent.cli.documents import seed_samples
+    from workspace_agent.providers.embeddings import EmbeddingUnavailable
+
+    try:
+        await seed_samples(workspace, err)
+    except EmbeddingUnavailable as exc:
+        err.print(f"[dim]no sample documents: {exc}[/]")
+
+
 async def _run(args: argparse.Namespace) -> int:
     from workspace_agent.checkpoints.savers import postgres_saver
     from workspace_agent.graphs.agent import build_graph
@@ -220,6 +255,7 @@ async def _run(args: argparse.Namespace) -> int:
             else:
                 print(values["messages"][-1].content)
             return 0
+        await _seed(context.workspace)
         console.print(
             Panel(
                 f"model: {endpoint.label}\nworkspace: {context.workspace}  thread: "
@@ -278,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             return show_mcp(args.config, console)
         if args.command == "memory":
             return _memory(args)
+        if args.command in ("ingest", "docs"):
+            return _documents(args)
         if args.command == "db":
             from workspace_agent.checkpoints.embedded import database_url, stop_embedded
 
@@ -286,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 console.print("stopped" if stop_embedded() else "not running")
             return 0
-        return asyncio.run(_run(args))
+        return run(_run(args))
     except (ValueError, OSError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return 1

@@ -17,6 +17,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from workspace_agent.checkpoints.db import run
+
 DEFAULT_INTERVAL = "3h"
 _UNITS = {
     **dict.fromkeys(["", "s", "sec", "secs", "second", "seconds"], 1),
@@ -160,7 +162,7 @@ def run_command(
         batch_size=batch_size,
         model=model,
     )
-    out = asyncio.run(run_once(context))
+    out = run(run_once(context))
     return 1 if _print_run(console, out) else 0
 
 
@@ -195,7 +197,7 @@ def schedule_command(console: Console, interval: str | None = None, **options: A
             await asyncio.sleep(wait)
 
     try:
-        asyncio.run(loop())
+        run(loop())
     except KeyboardInterrupt:
         console.print("stopped")
     return 0
@@ -209,7 +211,7 @@ def list_command(console: Console, *, user_id: str | None = None, workspace: str
     """
     from workspace_agent.checkpoints.memories import PostgresMemories
 
-    memories = asyncio.run(PostgresMemories().list_memories(user_id, workspace))
+    memories = run(PostgresMemories().list_memories(user_id, workspace))
     table = Table("id", "user", "scope", "workspace", "memory", "updated", title="memories")
     for m in memories:
         updated = f"{m.updated_at:%Y-%m-%d %H:%M}" if m.updated_at else ""
@@ -227,7 +229,7 @@ def edit_command(console: Console, memory_id: int, content: str) -> int:
     from workspace_agent.checkpoints.memories import PostgresMemories
 
     try:
-        changed = asyncio.run(PostgresMemories().edit(memory_id, content))
+        changed = run(PostgresMemories().edit(memory_id, content))
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")
         return 1
@@ -243,6 +245,6 @@ def delete_command(console: Console, memory_id: int) -> int:
     """
     from workspace_agent.checkpoints.memories import PostgresMemories
 
-    deleted = asyncio.run(PostgresMemories().delete(memory_id))
+    deleted = run(PostgresMemories().delete(memory_id))
     console.print(f"memory {memory_id} deleted" if deleted else f"[red]no memory {memory_id}[/]")
     return 0 if deleted else 1

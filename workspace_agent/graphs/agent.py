@@ -18,6 +18,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from workspace_agent.checkpoints.chatlog import PostgresRecords, Records
+from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, InputState, OutputState
 from workspace_agent.nodes.approve import approve
@@ -39,6 +40,7 @@ def build_graph(
     *,
     records: Records | None = None,
     model: BaseChatModel | None = None,
+    documents: DocumentStore | None = None,
 ) -> CompiledStateGraph:
     """Compile the agent graph.
 
@@ -50,14 +52,20 @@ def build_graph(
         records: Chat log, approvals and notes; the project's PostgreSQL unless given (tests pass
             ``MemoryRecords`` to measure orchestration without I/O).
         model: A LangChain chat model to use instead of ``context.model`` at the OpenAI-compatible endpoint.
+        documents: The workspaces' documents; the project's PostgreSQL unless given.
     """
-    services = Services(records=records or PostgresRecords(), extra_tools=list(tools or []), model=model)
+    services = Services(
+        records=records or PostgresRecords(),
+        extra_tools=list(tools or []),
+        model=model,
+        documents=documents or DocumentStore(),
+    )
     builder = StateGraph(
         AgentState, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
     builder.add_node("route", partial(route, services=services))
     builder.add_node("load_history", partial(load_history, services=services))
-    builder.add_node("retrieve", retrieve)
+    builder.add_node("retrieve", partial(retrieve, services=services))
     builder.add_node("recall", partial(recall, services=services))
     builder.add_node("trim", trim)
     builder.add_node("call_model", partial(call_model, services=services))

@@ -9,9 +9,10 @@ by one model are never compared with a query embedded by another.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 
 from langchain_core.embeddings import Embeddings
+
+from workspace_agent.providers.loops import loop_local
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -28,13 +29,15 @@ def embedding_id() -> str:
     return f"local:{EMBEDDING_MODEL_ID}"
 
 
-@lru_cache(maxsize=8)
 def _remote(model: str, base_url: str | None, api_key: str) -> Embeddings:
     from langchain_openai import OpenAIEmbeddings
 
     # Non-OpenAI servers want text, not tiktoken ids: length checking would send token arrays.
-    return OpenAIEmbeddings(
-        model=model, base_url=base_url, api_key=api_key, check_embedding_ctx_length=False, max_retries=1
+    return loop_local(
+        ("embeddings", model, base_url, api_key),
+        lambda: OpenAIEmbeddings(
+            model=model, base_url=base_url, api_key=api_key, check_embedding_ctx_length=False, max_retries=1
+        ),
     )
 
 

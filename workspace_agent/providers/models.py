@@ -1,20 +1,24 @@
 """The chat model: any OpenAI-compatible endpoint through ``ChatOpenAI``.
 
-One client per endpoint and model is kept for the process, so its HTTP connection pool is reused across turns.
+One client per endpoint and model is kept, so its HTTP connection pool is reused across turns — per event
+loop, because the async HTTP client belongs to the loop that first used it.
 """
 
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 
 from langchain_openai import ChatOpenAI
 
+from workspace_agent.providers.loops import loop_local
 
-@lru_cache(maxsize=32)
+
 def _client(base_url: str | None, api_key: str, model: str) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=base_url, api_key=api_key, model=model, temperature=0, max_retries=1, timeout=600
+    return loop_local(
+        ("chat", base_url, api_key, model),
+        lambda: ChatOpenAI(
+            base_url=base_url, api_key=api_key, model=model, temperature=0, max_retries=1, timeout=600
+        ),
     )
 
 

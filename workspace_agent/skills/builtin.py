@@ -1,4 +1,4 @@
-"""The built-in tools: one read-only pair that runs without asking, one with a side effect that asks.
+"""The built-in tools: read-only ones that run without asking, and ones with a side effect that ask.
 
 They are built per workspace so a tool can act for the right workspace and user without the model ever
 choosing (or forging) them.
@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from workspace_agent.checkpoints.chatlog import Records
+from workspace_agent.skills.documents import document_tools
 
 _OPS: dict[type, Any] = {
     ast.Add: operator.add,
@@ -72,4 +73,5 @@ def builtin_tools(workspace: str, user_id: str, records: Records) -> list[BaseTo
         StructuredTool.from_function(current_datetime),
         StructuredTool.from_function(calculate),
         StructuredTool.from_function(coroutine=save_note, name="save_note"),
+        *document_tools(workspace),
     ]

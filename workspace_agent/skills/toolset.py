@@ -8,6 +8,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from workspace_agent.checkpoints.chatlog import Records
+from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.context import Context
 from workspace_agent.providers.models import chat_model
 from workspace_agent.skills.builtin import builtin_tools
@@ -24,11 +25,12 @@ class Toolset:
 
 @dataclass
 class Services:
-    """What the nodes use besides state and context: records, the program's own tools and model."""
+    """What the nodes use besides state and context: records, documents, the program's own tools and model."""
 
     records: Records
     extra_tools: list[BaseTool] = field(default_factory=list)
     model: BaseChatModel | None = None
+    documents: DocumentStore = field(default_factory=DocumentStore)
     _builtins: dict[tuple[str, str], list[BaseTool]] = field(default_factory=dict, repr=False)
 
     def builtins(self, context: Context) -> list[BaseTool]:

@@ -1,0 +1,411 @@
+"""Workspace documents and their embedded chunks: plain tables in PostgreSQL with pgvector.
+
+Three tables. ``document_spaces`` records, per workspace, which embedding model made its vectors and their
+dimension: a query or an ingest with another model is refused with a clear error instead of comparing
+vectors from two spaces (which returns confident garbage). ``documents`` holds each document's full text
+(pinned documents go into prompts whole), its content hash (re-ingesting an unchanged file does nothing) and
+its pinned flag. ``chunks`` holds the embedded pieces.
+
+Workspaces may use models of different dimensions, so ``chunks.embedding`` is an untyped ``vector`` and each
+dimension gets its own partial HNSW index over the expression ``embedding::vector(d)`` with cosine ops;
+queries repeat that expression and the partial predicate so the planner can use the index. An HNSW scan
+applies the workspace filter after the index, so pgvector's iterative scan is switched on (a workspace
+sharing an index with larger ones still gets its ``top_n`` hits), and a btree on the workspace lets the
+planner answer a small workspace exactly instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from pgvector import Vector
+from psycopg import AsyncConnection, sql
+
+from workspace_agent.checkpoints.db import connection, ensure_schema, resolve_url
+
+SCHEMA = [
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    """CREATE TABLE IF NOT EXISTS document_spaces (
+        workspace TEXT PRIMARY KEY,
+        embedding_id TEXT NOT NULL,
+        dimension INT NOT NULL CHECK (dimension > 0),
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )""",
+    """CREATE TABLE IF NOT EXISTS documents (
+        id BIGSERIAL PRIMARY KEY,
+        workspace TEXT NOT NULL,
+        source TEXT NOT NULL,
+        title TEXT NOT NULL,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        tokens INT NOT NULL DEFAULT 0,
+        chunk_size INT NOT NULL,
+        chunk_overlap INT NOT NULL,
+        pinned BOOLEAN NOT NULL DEFAULT FALSE,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        UNIQUE (workspace, source)
+    )""",
+    "CREATE INDEX IF NOT EXISTS documents_pinned ON documents (workspace) WHERE pinned",
+    """CREATE TABLE IF NOT EXISTS chunks (
+        id BIGSERIAL PRIMARY KEY,
+        document_id BIGINT NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+        workspace TEXT NOT NULL,
+        ordinal INT NOT NULL,
+        text TEXT NOT NULL,
+        embedding vector NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id)",
+    # Lets the planner answer a small workspace exactly (its rows, sorted) instead of walking a shared graph.
+    "CREATE INDEX IF NOT EXISTS chunks_workspace ON chunks (workspace)",
+]
+
+#: HNSW graph: pgvector's default ``m``, twice its default ``ef_construction`` (64); candidates kept per scan
+#: (``hnsw.ef_search``, default 40). Measured by ``bench/retrieval.py`` (100k chunks, 384-d): recall@4
+#: 0.97-0.99 for 3-5 ms a query; pgvector's defaults give 0.91-0.94, below the 0.95 goal.
+HNSW_M, HNSW_EF_CONSTRUCTION, EF_SEARCH = 16, 128, 160
+#: pgvector indexes ``vector`` up to 2000 dimensions and ``halfvec`` up to 4000.
+MAX_VECTOR_INDEX_DIM, MAX_HALFVEC_INDEX_DIM = 2000, 4000
+_indexed: set[tuple[str, int]] = set()
+_COLUMNS = (
+    "d.id, d.workspace, d.source, d.title, d.content_hash, d.tokens, d.chunk_size, d.chunk_overlap, d.pinned,"
+    " d.created_at, d.updated_at, (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) AS chunks"
+)
+
+
+class EmbeddingMismatch(ValueError):
+    """The workspace's vectors were made by another embedding model (or have another dimension)."""
+
+
+@dataclass
+class Space:
+    """The embedding model and dimension of a workspace's vectors."""
+
+    embedding_id: str
+    dimension: int
+
+
+@dataclass
+class Document:
+    """One document of a workspace; ``content`` is loaded only where a caller needs the full text."""
+
+    id: int
+    workspace: str
+    source: str
+    title: str
+    content_hash: str
+    tokens: int
+    chunk_size: int
+    chunk_overlap: int
+    pinned: bool
+    chunks: int = 0
+    content: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass
+class ChunkHit:
+    """A chunk found by a vector search, with its document's title and source."""
+
+    id: int
+    document_id: int
+    source: str
+    title: str
+    ordinal: int
+    text: str
+    distance: float
+
+    @property
+    def similarity(self) -> float:
+        """Cosine similarity, 1 − cosine distance, clamped to 0..1 as AnythingLLM does."""
+        return min(1.0, max(0.0, 1.0 - self.distance))
+
+
+def vector_expression(dimension: int) -> sql.Composable:
+    """The indexed expression for one dimension: the column cast to a typed vector (halfvec above 2000)."""
+    kind = "vector" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec"
+    return sql.SQL("(embedding::{}({}))").format(sql.SQL(kind), sql.Literal(dimension))
+
+
+def hnsw_index_ddl(dimension: int) -> sql.Composed:
+    """The partial HNSW index (cosine) serving every workspace whose vectors have this dimension."""
+    ops = "vector_cosine_ops" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec_cosine_ops"
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON chunks USING hnsw ({} {}) WITH (m = {}, ef_construction = {})"
+        " WHERE vector_dims(embedding) = {}"
+    ).format(
+        sql.Identifier(f"chunks_hnsw_{dimension}"),
+        vector_expression(dimension),
+        sql.SQL(ops),
+        sql.Literal(HNSW_M),
+        sql.Literal(HNSW_EF_CONSTRUCTION),
+        sql.Literal(dimension),
+    )
+
+
+def search_sql(dimension: int) -> sql.Composed:
+    """The nearest-chunks query; it repeats the index expression and predicate so HNSW is used."""
+    expr = vector_expression(dimension)
+    kind = "vector" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec"
+    query = sql.SQL("%(query)s::{}({})").format(sql.SQL(kind), sql.Literal(dimension))
+    return sql.SQL(
+        "SELECT c.id, c.document_id, c.ordinal, c.text, d.source, d.title, {expr} <=> {query} AS distance"
+        " FROM chunks c JOIN documents d ON d.id = c.document_id"
+        " WHERE c.workspace = %(workspace)s AND vector_dims(c.embedding) = {dim}"
+        " AND NOT d.pinned"
+        " ORDER BY {expr} <=> {query} LIMIT %(limit)s"
+    ).format(expr=expr, query=query, dim=sql.Literal(dimension))
+
+
+def as_vector_text(values: Sequence[float]) -> str:
+    """A vector as pgvector's text literal (sent as text and cast in SQL, so no adapter is needed)."""
+    return Vector(list(values)).to_text()
+
+
+def require_space(workspace: str, space: Space, embedding_id: str, dimension: int | None = None) -> None:
+    """Refuse to mix vector spaces: ``embedding_id`` (and ``dimension``, when known) must be the workspace's.
+
+    Raises:
+        EmbeddingMismatch: With both models named and what to do about it.
+    """
+    if space.embedding_id == embedding_id and dimension in (None, space.dimension):
+        return
+    got = f"{embedding_id}" + (f" ({dimension} dimensions)" if dimension is not None else "")
+    raise EmbeddingMismatch(
+        f"workspace {workspace!r} holds vectors of {space.embedding_id} ({space.dimension} dimensions), but "
+        f"the configured embedding model is {got}: configure {space.embedding_id} again, or remove the "
+        "workspace's documents and ingest them anew with the new model"
+    )
+
+
+class DocumentStore:
+    """Documents and chunks of all workspaces in the project's PostgreSQL; every query names a workspace."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[AsyncConnection]:
+        url = await resolve_url(self.url)
+        await ensure_schema("documents", SCHEMA, url)
+        async with connection(url) as conn:
+            yield conn
+
+    async def _ensure_index(self, conn: AsyncConnection, dimension: int) -> None:
+        """Create the HNSW index of a dimension once; checked first, since CREATE INDEX blocks writers."""
+        url = await resolve_url(self.url)
+        if (url, dimension) in _indexed:
+            return
+        if dimension > MAX_HALFVEC_INDEX_DIM:
+            raise ValueError(f"pgvector cannot index {dimension}-dimensional vectors (at most 4000)")
+        cur = await conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL AS present", (f"chunks_hnsw_{dimension}",)
+        )
+        row = await cur.fetchone()
+        if not row["present"]:  # type: ignore[index]
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(hashtext('chunks_hnsw'))")
+                await conn.execute(hnsw_index_ddl(dimension))
+        _indexed.add((url, dimension))
+
+    @staticmethod
+    async def _lock(conn: AsyncConnection, workspace: str) -> None:
+        """Serialise a workspace's writes, so removing its last document never races a new one's space."""
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('documents:' || %s))", (workspace,))
+
+    async def space(self, workspace: str) -> Space | None:
+        """The embedding space of a workspace; ``None`` while it has no documents."""
+        async with self._conn() as conn:
+            return await self._space(conn, workspace)
+
+    @staticmethod
+    async def _space(conn: AsyncConnection, workspace: str) -> Space | None:
+        cur = await conn.execute(
+            "SELECT embedding_id, dimension FROM document_spaces WHERE workspace = %s", (workspace,)
+        )
+        row = await cur.fetchone()
+        return Space(row["embedding_id"], row["dimension"]) if row else None  # type: ignore[index]
+
+    async def check_space(self, workspace: str, embedding_id: str) -> Space | None:
+        """The workspace's space, after checking it was made by ``embedding_id``.
+
+        Raises:
+            EmbeddingMismatch: The workspace's vectors came from another model.
+        """
+        space = await self.space(workspace)
+        if space is not None:
+            require_space(workspace, space, embedding_id)
+        return space
+
+    async def _claim_space(
+        self, conn: AsyncConnection, workspace: str, embedding_id: str, dimension: int
+    ) -> Space:
+        await conn.execute(
+            "INSERT INTO document_spaces (workspace, embedding_id, dimension) VALUES (%s, %s, %s)"
+            " ON CONFLICT (workspace) DO NOTHING",
+            (workspace, embedding_id, dimension),
+        )
+        space = await self._space(conn, workspace)
+        assert space is not None
+        require_space(workspace, space, embedding_id, dimension)
+        return space
+
+    async def get_document(self, workspace: str, source: str) -> Document | None:
+        """A document by its source (path or identifier) within a workspace, without its content."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM documents d WHERE workspace = %s AND source = %s",
+                (workspace, source),
+            )
+            row = await cur.fetchone()
+        return Document(**row) if row else None  # type: ignore[arg-type]
+
+    async def store_document(
+        self,
+        workspace: str,
+        *,
+        source: str,
+        title: str,
+        content: str,
+        content_hash: str,
+        chunks: Sequence[tuple[str, Sequence[float]]],
+        embedding_id: str,
+        chunk_size: int,
+        chunk_overlap: int,
+        tokens: int = 0,
+    ) -> tuple[Document, bool]:
+        """Add a document with its embedded chunks, or replace an earlier version of the same source.
+
+        All in one transaction, so a search never sees a document half replaced. A replaced document keeps
+        its id and pinned flag. Returns the document and whether it replaced an earlier version.
+
+        Raises:
+            EmbeddingMismatch: The workspace's vectors came from another model or have another dimension.
+        """
+        if not chunks:
+            raise ValueError("a document needs at least one chunk")
+        dimension = len(chunks[0][1])
+        if any(len(vector) != dimension for _, vector in chunks):
+            raise ValueError("the chunks' vectors differ in dimension")
+        async with self._conn() as conn:
+            await self._ensure_index(conn, dimension)
+            async with conn.transaction():
+                await self._lock(conn, workspace)
+                await self._claim_space(conn, workspace, embedding_id, dimension)
+                cur = await conn.execute(
+                    "SELECT id FROM documents WHERE workspace = %s AND source = %s FOR UPDATE",
+                    (workspace, source),
+                )
+                row = await cur.fetchone()
+                replaced = row is not None
+                values = (title, content, content_hash, tokens, chunk_size, chunk_overlap)
+                if replaced:
+                    document_id = row["id"]  # type: ignore[index]
+                    await conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
+                    await conn.execute(
+                        "UPDATE documents SET title = %s, content = %s, content_hash = %s, tokens = %s,"
+                        " chunk_size = %s, chunk_overlap = %s, updated_at = now() WHERE id = %s",
+                        (*values, document_id),
+                    )
+                else:
+                    cur = await conn.execute(
+                        "INSERT INTO documents (workspace, source, title, content, content_hash, tokens,"
+                        " chunk_size, chunk_overlap) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                        (workspace, source, *values),
+                    )
+                    document_id = (await cur.fetchone())["id"]  # type: ignore[index]
+                async with conn.cursor().copy(
+                    "COPY chunks (document_id, workspace, ordinal, text, embedding) FROM STDIN"
+                ) as copy:
+                    for ordinal, (text, vector) in enumerate(chunks):
+                        await copy.write_row((document_id, workspace, ordinal, text, as_vector_text(vector)))
+                cur = await conn.execute(f"SELECT {_COLUMNS} FROM documents d WHERE id = %s", (document_id,))
+                document = Document(**(await cur.fetchone()))  # type: ignore[arg-type]
+        document.content = content
+        return document, replaced
+
+    async def list_documents(self, workspace: str) -> list[Document]:
+        """Every document of a workspace with its chunk count, oldest first, without contents."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM documents d WHERE workspace = %s ORDER BY d.id", (workspace,)
+            )
+            return [Document(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+
+    async def pinned_documents(self, workspace: str) -> list[Document]:
+        """The pinned documents of a workspace with their full text, in the order they were added."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS}, d.content FROM documents d WHERE workspace = %s AND pinned"
+                " ORDER BY d.id",
+                (workspace,),
+            )
+            return [Document(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+
+    async def remove_documents(self, workspace: str, ids: Iterable[int]) -> int:
+        """Delete documents (and their chunks); the workspace forgets its embedding model when emptied."""
+        async with self._conn() as conn, conn.transaction():
+            await self._lock(conn, workspace)
+            cur = await conn.execute(
+                "DELETE FROM documents WHERE workspace = %s AND id = ANY(%s)", (workspace, list(ids))
+            )
+            removed = cur.rowcount
+            await conn.execute(
+                "DELETE FROM document_spaces s WHERE workspace = %s"
+                " AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.workspace = s.workspace)",
+                (workspace,),
+            )
+            return removed
+
+    async def set_pinned(self, workspace: str, ids: Iterable[int], pinned: bool) -> int:
+        """Pin or unpin documents; returns how many changed."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "UPDATE documents SET pinned = %s WHERE workspace = %s AND id = ANY(%s) AND pinned <> %s",
+                (pinned, workspace, list(ids), pinned),
+            )
+            return cur.rowcount
+
+    async def search(
+        self,
+        workspace: str,
+        vector: Sequence[float],
+        top_n: int,
+        *,
+        embedding_id: str,
+        space: Space | None = None,
+        ef_search: int = EF_SEARCH,
+    ) -> list[ChunkHit]:
+        """The ``top_n`` chunks of a workspace nearest to ``vector`` by cosine distance, nearest first.
+
+        Chunks of pinned documents (which go into the prompt whole) are filtered inside the scan, so they
+        never take one of the ``top_n`` places. ``space``: the workspace's, when the caller has just read it.
+
+        Raises:
+            EmbeddingMismatch: The workspace's vectors came from another model or have another dimension.
+        """
+        async with self._conn() as conn:
+            space = space or await self._space(conn, workspace)
+            if space is None:
+                return []
+            require_space(workspace, space, embedding_id, len(vector))
+            # Never a prepared statement: a generic plan would pick one index for every workspace, while a
+            # small workspace is best answered exactly (its rows, sorted) and a large one by the HNSW index.
+            async with conn.pipeline():
+                await conn.execute(
+                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false),"
+                    " set_config('hnsw.ef_search', %s, false)",
+                    (str(max(ef_search, top_n)),),
+                )
+                cur = await conn.execute(
+                    search_sql(space.dimension),
+                    {"query": as_vector_text(vector), "workspace": workspace, "limit": top_n},
+                    prepare=False,
+                )
+                rows = await cur.fetchall()
+        hits = [ChunkHit(**row) for row in rows]  # type: ignore[arg-type]
+        return sorted(hits, key=lambda h: h.distance)  # relaxed order: the scan may return near-ties swapped

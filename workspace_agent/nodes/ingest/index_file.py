@@ -1,0 +1,65 @@
+"""I2 — add, keep or replace one file's document; a file that cannot be read fails alone."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from langgraph.runtime import Runtime
+
+from workspace_agent.checkpoints.chunks import DocumentStore
+from workspace_agent.graphs.state import decision
+from workspace_agent.nodes.ingest.state import FileTask, IngestContext
+from workspace_agent.skills.documents import content_hash, extract_text, index_document
+
+
+async def index_file(state: FileTask, runtime: Runtime[IngestContext]) -> dict:
+    """Store one file as a document of the workspace, unless it is already there unchanged.
+
+    The file's bytes are hashed before anything is parsed: an unchanged file (same hash, same chunking) costs
+    one read and one query. A changed file replaces its chunks in one transaction. Whatever goes wrong with
+    this file — unreadable, damaged, empty, the embedding model failing — is reported with its reason and the
+    other files go on.
+    """
+    ctx = runtime.context
+    path = Path(state["path"])
+    store = DocumentStore()
+    try:
+        data = await asyncio.to_thread(path.read_bytes)
+        digest = content_hash(data)
+        known = await store.get_document(ctx.workspace, str(path))
+        entry = {"path": str(path), "title": path.name}
+        if known and (known.content_hash, known.chunk_size, known.chunk_overlap) == (
+            digest,
+            ctx.chunk_size,
+            ctx.chunk_overlap,
+        ):
+            entry |= {"document_id": known.id, "chunks": known.chunks}
+            why = f"{path.name}: same content and chunking as stored"
+            return {"unchanged": [entry], "decisions": [decision("I2", "code", "unchanged", why)]}
+        text = await asyncio.to_thread(extract_text, path, data)
+
+        def progress(done: int, total: int) -> None:
+            runtime.stream_writer({"path": str(path), "embedded": done, "chunks": total})
+
+        doc, replaced = await index_document(
+            store,
+            ctx.workspace,
+            source=str(path),
+            title=path.name,
+            text=text,
+            digest=digest,
+            chunk_size=ctx.chunk_size,
+            chunk_overlap=ctx.chunk_overlap,
+            batch_size=ctx.batch_size,
+            progress=progress,
+        )
+    except Exception as exc:  # one file's failure is reported; the rest of the run goes on
+        reason = str(exc) or type(exc).__name__
+        why = f"{path.name}: {reason}"
+        failed = {"path": str(path), "title": path.name, "reason": reason}
+        return {"failed": [failed], "decisions": [decision("I2", "code", "failed", why)]}
+    entry |= {"document_id": doc.id, "chunks": doc.chunks}
+    outcome = "replaced" if replaced else "added"
+    why = f"{path.name}: {'content or chunking changed' if replaced else 'new'}, {doc.chunks} chunk(s)"
+    return {outcome: [entry], "decisions": [decision("I2", "code", outcome, why)]}
