@@ -24,6 +24,7 @@ def test_chat_asks_for_approval_at_the_terminal_and_answers(database_url, tmp_pa
         timeout=60,
     )
     try:
+        child.expect("adding the sample documents")
         child.expect("SCRIPTED DEMO SERVER")
         child.expect("you")
         child.sendline("what time is it?")
@@ -32,6 +33,13 @@ def test_chat_asks_for_approval_at_the_terminal_and_answers(database_url, tmp_pa
         child.expect(r"approve / edit / reject / always")
         child.sendline("a")
         child.expect("The tool answered: 20")
+        child.expect("you")
+        child.sendline("what do the docs say about pricing plans?")
+        child.expect("search_documents")
+        child.expect(r"approve / edit / reject / always")
+        child.sendline("a")
+        child.expect("The tool answered:")
+        child.expect(r"source: pricing\.md \(0\.\d+\)")
         child.expect("you")
         child.sendline("/decisions")
         child.expect("decisions of the last turn")
@@ -100,3 +108,29 @@ def test_memory_commands_are_wired(database_url, tmp_path):
         timeout=60,
     )
     assert done.returncode != 0
+
+
+def test_ingest_and_docs_commands(database_url, tmp_path):
+    env = {**os.environ, "DATABASE_URL": database_url}
+    (tmp_path / "notes.md").write_text("# Notes\n\nThe blue door opens at nine.\n")
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [CLI, "--workspace", "cli-docs", *args],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    done = cli("ingest", "notes.md", "broken.pdf")
+    assert done.returncode == 1, "a file that cannot be parsed makes the command fail"
+    assert "broken.pdf" in done.stdout and "1 added" in done.stdout
+    done = cli("docs", "list")
+    assert done.returncode == 0 and "notes.md" in done.stdout
+    assert cli("docs", "pin", "notes.md").returncode == 0
+    assert cli("docs", "remove", "no-such-doc").returncode == 1
+    assert cli("docs", "remove", "notes.md").returncode == 0
+    assert "notes.md" not in cli("docs", "list").stdout

@@ -194,7 +194,8 @@ def _show_sources(values: dict) -> None:
     for source in values.get("sources") or []:
         console.print(
             f"[dim]source: {source.get('title') or source.get('document')} "
-            f"({source.get('score', 'pinned')})[/]"
+            f"({source.get('score', 'pinned')})[/]",
+            highlight=False,
         )
 
 

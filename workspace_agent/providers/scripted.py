@@ -62,7 +62,7 @@ def last_user_text(request: dict[str, Any]) -> str:
 
 
 def echo_rule(request: dict[str, Any]) -> Reply:
-    """The demo behaviour: ask for the clock when the user asks for the time, otherwise echo the question."""
+    """The demo behaviour: the clock, a document search, or an echo of the question, by its words."""
     messages = request.get("messages", [])
     if messages and messages[-1].get("role") == "tool":
         return text_reply(f"The tool answered: {messages[-1].get('content')}")
@@ -70,6 +70,8 @@ def echo_rule(request: dict[str, Any]) -> Reply:
     tools = {t["function"]["name"] for t in request.get("tools", [])}
     if "current_datetime" in tools and re.search(r"\b(time|date|today)\b", question.lower()):
         return tool_reply(("current_datetime", {}))
+    if "search_documents" in tools and re.search(r"\b(docs?|documents?)\b", question.lower()):
+        return tool_reply(("search_documents", {"query": question}))
     return text_reply(f"(scripted model) You said: {question}")
 
 
