@@ -10,7 +10,12 @@ from langgraph.runtime import Runtime
 
 from workspace_agent.graphs.state import decision
 from workspace_agent.nodes.memory.answers import MAX_OBSERVATIONS, Observations, parse_answer
-from workspace_agent.nodes.memory.state import GroupState, MemoryContext, MemoryServices, batch_row
+from workspace_agent.nodes.memory.state import (
+    GroupState,
+    MemoryContext,
+    MemoryServices,
+    batch_failed,
+)
 from workspace_agent.providers.tokens import message_text
 
 OBSERVER_PROMPT = """\
@@ -53,12 +58,7 @@ async def observe(state: GroupState, runtime: Runtime[MemoryContext], *, service
         reply = await model.ainvoke([SystemMessage(OBSERVER_PROMPT), HumanMessage(render_chats(state))])
         answer = parse_answer(message_text(reply), Observations)
     except Exception as exc:  # the model's failure is this batch's outcome, never the run's end
-        error = f"observer: {type(exc).__name__}: {exc}"
-        return {
-            "error": error,
-            "report": [batch_row(state, error=error)],
-            "decisions": [decision("M1", "code", {"batch": state["batch_no"], "marked": 0}, error)],
-        }
+        return batch_failed(state, f"observer: {type(exc).__name__}: {exc}")
     found = answer.observations[:MAX_OBSERVATIONS]
     candidates = [{"content": o.content.strip(), "confidence": o.confidence} for o in found]
     extra = len(answer.observations) - len(found)

@@ -11,7 +11,12 @@ from langgraph.runtime import Runtime
 from workspace_agent.checkpoints.memories import GLOBAL_LIMIT, WORKSPACE_LIMIT, Memory
 from workspace_agent.graphs.state import decision
 from workspace_agent.nodes.memory.answers import Proposals, parse_answer
-from workspace_agent.nodes.memory.state import GroupState, MemoryContext, MemoryServices, batch_row
+from workspace_agent.nodes.memory.state import (
+    GroupState,
+    MemoryContext,
+    MemoryServices,
+    batch_failed,
+)
 from workspace_agent.providers.tokens import message_text
 
 REFLECTOR_PROMPT = """\
@@ -64,12 +69,7 @@ async def reflect(state: GroupState, runtime: Runtime[MemoryContext], *, service
         )
         answer = parse_answer(message_text(reply), Proposals)
     except Exception as exc:  # the model's failure is this batch's outcome, never the run's end
-        error = f"reflector: {type(exc).__name__}: {exc}"
-        return {
-            "error": error,
-            "report": [batch_row(state, error=error)],
-            "decisions": [decision("M1", "code", {"batch": state["batch_no"], "marked": 0}, error)],
-        }
+        return batch_failed(state, f"reflector: {type(exc).__name__}: {exc}")
     changes = [
         {"action": p.action, "scope": p.scope, "content": p.content.strip(), "update_id": p.update_id}
         for p in answer.memories

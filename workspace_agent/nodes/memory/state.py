@@ -16,7 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it before Python 3.12
 
 from workspace_agent.checkpoints.memories import PostgresMemories
-from workspace_agent.graphs.state import Decision
+from workspace_agent.graphs.state import Decision, decision
 from workspace_agent.providers.models import chat_model
 
 
@@ -153,3 +153,12 @@ def batch_row(state: GroupState, **values: Any) -> Report:
     }
     row.update(values)  # type: ignore[typeddict-item]
     return row
+
+
+def batch_failed(state: GroupState, error: str) -> dict[str, Any]:
+    """The update of a step whose model call failed: the batch stays unmarked and the run reports why."""
+    return {
+        "error": error,
+        "report": [batch_row(state, error=error)],
+        "decisions": [decision("M1", "code", {"batch": state["batch_no"], "marked": 0}, error)],
+    }
