@@ -201,6 +201,10 @@ async def test_three_calls_on_two_servers_one_approval_two_run_all_answered(
     assert answers.keys() == set(ids)
     assert answers[ids[0]] == "one" and answers[ids[1]] == "5"
     assert "Rejected" in answers[ids[2]] and "not that one" in answers[ids[2]]
+    people = {
+        k: v for d in decisions_of(out, "D21") if d["decided_by"] == "person" for k, v in d["outcome"].items()
+    }
+    assert people == {ids[0]: "approve", ids[1]: "approve", ids[2]: "reject"}
 
 
 async def test_ten_calls_to_one_stdio_server_start_one_process_kept_across_turns_and_loops(
@@ -217,7 +221,9 @@ async def test_ten_calls_to_one_stdio_server_start_one_process_kept_across_turns
     assert sorted(int(c["args"]["text"]) for c in calls) == list(range(10))
     assert len({c["pid"] for c in calls}) == 1, "one server process, not one per call"
     assert sorted(int(m["content"]) for m in tool_messages(llm.requests[1])) == list(range(10))
-    assert all(d["decided_by"] == "policy" for d in decisions_of(out, "D3")), "rec-* is auto-approved"
+    d21 = decisions_of(out, "D21")
+    assert len(d21) == 10 and all(d["decided_by"] == "policy" for d in d21), "rec-* is auto-approved"
+    assert decisions_of(out, "D3") == [], "MCP calls are recorded under D21"
 
     # the next turn uses the same session, and so does a call made from another thread's event loop
     llm.push(tool_reply(("rec-pid", {})), text_reply("same"))

@@ -34,6 +34,11 @@ def needs_approval(ctx: Context, name: str) -> bool:
     return any(fnmatchcase(name, p) for p in ctx.approval_required)
 
 
+def _decision_id(toolset: Toolset, name: str) -> str:
+    """D21 for an MCP tool, D3 for every other: the same policy, recorded under the map's own question."""
+    return "D21" if (toolset.tools[name].metadata or {}).get("mcp") else "D3"
+
+
 def _answer(call_id: str, name: str, text: str) -> ToolMessage:
     return ToolMessage(content=text, tool_call_id=call_id, name=name, status="error")
 
@@ -128,12 +133,14 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
     ask: list[ToolCall] = []
     for call in runnable:
         if not needs_approval(ctx, call["name"]):
+            why = f"{call['name']} is auto-approved"
             notes.append(
-                decision("D3", "policy", {call["id"]: "approve"}, f"{call['name']} is auto-approved")
+                decision(_decision_id(toolset, call["name"]), "policy", {call["id"]: "approve"}, why)
             )
         elif await services.records.is_granted(ctx.workspace, ctx.user_id, call["name"]):
+            why = f"always allow {call['name']} was chosen"
             notes.append(
-                decision("D3", "policy", {call["id"]: "approve"}, f"always allow {call['name']} was chosen")
+                decision(_decision_id(toolset, call["name"]), "policy", {call["id"]: "approve"}, why)
             )
         else:
             ask.append(call)
@@ -164,7 +171,7 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
                     await services.records.grant(ctx.workspace, ctx.user_id, call["name"])
             notes.append(
                 decision(
-                    "D3",
+                    _decision_id(toolset, call["name"]),
                     "person",
                     {call["id"]: d["type"]},
                     d.get("message") or f"{call['name']}: {d['type']}",
