@@ -106,12 +106,14 @@ def _memory(args: argparse.Namespace) -> int:
     return memories.delete_command(console, args.memory_id)
 
 
-def _context(args: argparse.Namespace, native: bool) -> Context:
+def _context(args: argparse.Namespace, native: bool, window: int | None = None) -> Context:
     values: dict[str, Any] = {
         "workspace": args.workspace,
         "user_id": args.user,
         "native_tool_calling": native,
     }
+    if window:  # the server's real window, not the model family's nominal one
+        values["context_window"] = window
     if args.mode:
         values["chat_mode"] = args.mode
     for item in args.set:
@@ -222,7 +224,7 @@ async def _run(args: argparse.Namespace) -> int:
     from workspace_agent.graphs.agent import build_graph
 
     endpoint = _endpoint(args)
-    context = _context(args, endpoint.native_tool_calling)
+    context = _context(args, endpoint.native_tool_calling, endpoint.context_window)
     config = {"configurable": {"thread_id": args.thread or uuid.uuid4().hex}}
     with err.status("starting the database…"):
         saver_cm = postgres_saver()

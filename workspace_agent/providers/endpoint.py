@@ -19,6 +19,7 @@ class Endpoint:
     label: str
     native_tool_calling: bool
     keep_alive: object | None = None
+    context_window: int | None = None
 
 
 def choose_endpoint(progress: Callable[[int, int], None] | None = None, *, demo: bool = False) -> Endpoint:
@@ -38,7 +39,8 @@ def choose_endpoint(progress: Callable[[int, int], None] | None = None, *, demo:
             os.environ["OPENAI_BASE_URL"] = server.base_url
             os.environ["CHAT_MODEL"] = server.model_name
             os.environ.setdefault("OPENAI_API_KEY", "local")
-            return Endpoint(f"embedded local model {server.model_name} (llama.cpp, offline)", False, server)
+            label = f"embedded local model {server.model_name} (llama.cpp, offline, {server.n_ctx} tokens)"
+            return Endpoint(label, False, server, server.n_ctx)
     from workspace_agent.providers.scripted import ScriptedLLM
 
     scripted = ScriptedLLM().start()
