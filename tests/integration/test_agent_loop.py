@@ -415,3 +415,27 @@ async def test_an_oversized_message_is_a_clear_error_and_the_thread_goes_on(llm,
     llm.push(text_reply("still here"))
     out = await graph.ainvoke(user_message("small"), thread, context=ctx(workspace))
     assert out["messages"][-1].content == "still here"
+
+
+async def test_sqlite_and_memory_savers_hold_an_interrupt_across_a_restart(
+    llm, database_url, workspace, tmp_path
+):
+    from workspace_agent.checkpoints.savers import memory_saver, sqlite_saver
+
+    path = str(tmp_path / "threads.sqlite")
+    config = {"configurable": {"thread_id": "sqlite-thread"}}
+    llm.push(tool_reply(("save_note", {"text": "kept in sqlite"})), text_reply("noted"))
+    async with sqlite_saver(path) as saver:
+        out = await build_graph(checkpointer=saver).ainvoke(user_message("n"), config, context=ctx(workspace))
+        assert "__interrupt__" in out
+    async with sqlite_saver(path) as saver:  # a new process would open the file the same way
+        out = await build_graph(checkpointer=saver).ainvoke(
+            Command(resume={"decisions": [{"type": "approve"}]}), config, context=ctx(workspace)
+        )
+    assert out["messages"][-1].content == "noted"
+    assert await PostgresRecords(database_url).notes(workspace, "default") == ["kept in sqlite"]
+
+    graph = build_graph(checkpointer=memory_saver())
+    llm.push(text_reply("in memory"))
+    out = await graph.ainvoke(user_message("m"), config, context=ctx(workspace))
+    assert out["messages"][-1].content == "in memory"

@@ -388,3 +388,22 @@ async def test_memories_reach_the_next_turn_within_the_limits(
         f"- The user grows {w} in the garden" for w in reversed(PLANTS[15:20])
     ]
     assert "no embedding model available" in decisions_of(turn, "M2")[0]["why"]
+
+
+async def test_the_memory_graph_runs_under_the_dev_server(
+    llm, dev_server, database_url, workspace, monkeypatch
+):
+    from langgraph_sdk import get_client
+
+    ids = await seed(database_url, workspace, 6)
+    monkeypatch.setattr(llm, "rule", memory_rule())
+    client = get_client(url=dev_server)
+    thread = await client.threads.create()
+    out = await client.runs.wait(thread["thread_id"], "memory", input={}, context={"workspace": workspace})
+    rows = [r for r in out["report"] if r["batch"] is not None]
+    assert [(r["read"], r["marked"], r["error"]) for r in rows] == [(6, 6, None)]
+    assert all(v is not None for v in (await marks(database_url, workspace)).values())
+    assert len(await marks(database_url, workspace)) == len(ids)
+    assert [m["content"] for m in await stored(database_url, workspace)] == [
+        "The user discussed chat 0 first"
+    ]
