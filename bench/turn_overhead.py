@@ -13,13 +13,16 @@ import sys
 import uuid
 
 from common import ToolThenAnswer, median_ms, timed
+from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import StructuredTool
+from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
+from workspace_agent.providers.scripted import ScriptedLLM
 from workspace_agent.skills.builtin import current_datetime
 
 
@@ -30,8 +33,8 @@ class NoDocuments:
         return None
 
 
-async def main(turns: int) -> None:
-    model = ToolThenAnswer(calls=[("current_datetime", {})])
+async def compare(label: str, model: BaseChatModel, turns: int) -> None:
+    """Median one-tool turn of both graphs on ``model``, interleaved."""
     ours = build_graph(
         checkpointer=InMemorySaver(), records=MemoryRecords(), model=model, documents=NoDocuments()
     )
@@ -43,7 +46,7 @@ async def main(turns: int) -> None:
     def thread() -> dict:
         return {"configurable": {"thread_id": uuid.uuid4().hex}}
 
-    for _ in range(20):  # warm up: imports, tokenizer, caches
+    for _ in range(20):  # warm up: imports, tokenizer, caches, connections
         await ours.ainvoke(message, thread(), context=context)
         await prebuilt.ainvoke(message, thread())
     ours_s, base_s = [], []
@@ -51,9 +54,21 @@ async def main(turns: int) -> None:
         base_s.append(await timed(lambda: prebuilt.ainvoke(message, thread())))
         ours_s.append(await timed(lambda: ours.ainvoke(message, thread(), context=context)))
     base, mine = median_ms(base_s), median_ms(ours_s)
-    print(f"one-tool turn, fresh thread, median of {turns}:")
+    print(f"one-tool turn, fresh thread, {label}, median of {turns}:")
     print(f"  prebuilt create_react_agent : {base:7.2f} ms (baseline)")
     print(f"  workspace-agent             : {mine:7.2f} ms  ratio {mine / base:.2f}x  (goal <= 1.5x)")
+
+
+async def main(turns: int) -> None:
+    await compare("in-process model (no I/O)", ToolThenAnswer(calls=[("current_datetime", {})]), turns)
+    # The same turn through the real ChatOpenAI client and a scripted server on loopback: what a user sees
+    # of the orchestration once a model call is an HTTP request (a fast one: no generation at all).
+    server = ScriptedLLM().start()
+    try:
+        http = ChatOpenAI(base_url=server.base_url, api_key="bench", model="bench", max_retries=0)
+        await compare("ChatOpenAI to a scripted server on loopback", http, max(turns // 4, 20))
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

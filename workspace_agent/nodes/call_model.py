@@ -51,7 +51,7 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         request = with_catalog(request, tools)
         model = model.with_config(tags=["nostream"])  # JSON meant for us, not for the person watching
     elif tools:
-        model = model.bind_tools(tools)
+        model = services.bind_tools(model, tools)
     response = await model.ainvoke(request)
     assert isinstance(response, AIMessage)
     finish = response.response_metadata.get("finish_reason")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -32,6 +33,16 @@ class Services:
     model: BaseChatModel | None = None
     documents: DocumentStore = field(default_factory=DocumentStore)
     _builtins: dict[tuple[str, str], list[BaseTool]] = field(default_factory=dict, repr=False)
+    _bound: dict[tuple[int, ...], Any] = field(default_factory=dict, repr=False)
+
+    def bind_tools(self, model: BaseChatModel, tools: list[BaseTool]) -> Any:
+        """``model`` with ``tools`` bound, converted once: the schemas are the same every call of a turn."""
+        key = (id(model), *(id(t) for t in tools))
+        if key not in self._bound:
+            if len(self._bound) > 256:
+                self._bound.clear()
+            self._bound[key] = (model, tools, model.bind_tools(tools))  # holding both keeps the ids unique
+        return self._bound[key][2]
 
     def builtins(self, context: Context) -> list[BaseTool]:
         """The built-in tools of a workspace and user, built once (deriving tool schemas is slow)."""
