@@ -26,3 +26,5 @@ bench: setup
 	$(BIN)/python bench/turn_overhead.py
 	$(BIN)/python bench/parallel_tools.py
 	$(BIN)/python bench/long_thread.py
+	$(BIN)/python bench/retrieval.py
+	$(BIN)/python bench/local_model.py

