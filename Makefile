@@ -28,3 +28,4 @@ bench: setup
 	$(BIN)/python bench/long_thread.py
 	$(BIN)/python bench/retrieval.py
 	$(BIN)/python bench/local_model.py
+	$(BIN)/python bench/prompted_digest.py

@@ -116,7 +116,7 @@ def digest(messages: list[BaseMessage]) -> list[BaseMessage]:
     note = (
         "\n\nTool results for this question:\n"
         + "\n".join(lines)
-        + "\nAnswer the question using these results."
+        + "\nAnswer the question briefly from these results, in plain sentences, without code."
     )
     return [*head[:-1], HumanMessage(message_text(user) + note)]
 
