@@ -29,6 +29,23 @@ def ctx(workspace: str, **kw) -> Context:
     return Context(workspace=workspace, **kw)
 
 
+def run_turn(thread: dict, context: dict, record: Path, *args: str) -> list[str]:
+    """The command that runs or resumes a turn in a separate process (tests/support/run_turn.py)."""
+    thread_id = thread["configurable"]["thread_id"]
+    module = ["-m", "tests.support.run_turn"]
+    return [
+        sys.executable,
+        *module,
+        "--thread",
+        thread_id,
+        "--context",
+        json.dumps(context),
+        "--record",
+        str(record),
+        *args,
+    ]
+
+
 def tool_messages(request: dict) -> list[dict]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
@@ -98,19 +115,7 @@ async def test_approve_edit_and_reject_in_one_interrupt_resumed_from_a_second_pr
         ]
     }
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.support.run_turn",
-            "--thread",
-            thread["configurable"]["thread_id"],
-            "--context",
-            json.dumps(context),
-            "--resume",
-            json.dumps(resume),
-            "--record",
-            str(record),
-        ],
+        run_turn(thread, context, record, "--resume", json.dumps(resume)),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -145,19 +150,7 @@ async def test_sigkill_mid_turn_then_resume_runs_only_the_unfinished_call(
     )
     context = {"workspace": workspace, "auto_approved": ["*"]}
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.support.run_turn",
-            "--thread",
-            thread["configurable"]["thread_id"],
-            "--context",
-            json.dumps(context),
-            "--message",
-            "go",
-            "--record",
-            str(record),
-        ],
+        run_turn(thread, context, record, "--message", "go"),
         cwd=ROOT,
         env=os.environ,
         stdout=subprocess.PIPE,
