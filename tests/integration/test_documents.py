@@ -399,3 +399,33 @@ def test_the_ingest_graph_describes_itself_to_studio_and_rejects_bad_settings():
     assert all(f.get("description") for f in schemas[2]["properties"].values())
     with pytest.raises(ValueError, match="chunk_overlap"):
         IngestContext(chunk_size=100, chunk_overlap=100)
+
+
+async def test_ingest_and_query_through_the_dev_server(llm, dev_server, workspace):
+    """Studio's way: the ingest graph fills a workspace, then a query-mode turn answers with sources."""
+    from langgraph_sdk import get_client
+
+    from workspace_agent.cli.documents import SAMPLES
+
+    client = get_client(url=dev_server)
+    thread = await client.threads.create()
+    out = await client.runs.wait(
+        thread["thread_id"], "ingest", input={"paths": [str(SAMPLES)]}, context={"workspace": workspace}
+    )
+    assert sorted(d["title"] for d in out["added"]) == [
+        "faq.md",
+        "pricing.md",
+        "setup.md",
+        "troubleshooting.txt",
+    ]
+    llm.push(text_reply("Team costs 12 EUR a month."))
+    chat = await client.threads.create()
+    out = await client.runs.wait(
+        chat["thread_id"],
+        "agent",
+        input=user_message("How much does the Team plan cost per month?"),
+        context={"workspace": workspace, "chat_mode": "query"},
+    )
+    assert out["stop_reason"] == "answered"
+    assert any(s["title"] == "pricing.md" and s["score"] > 0 for s in out["sources"])
+    assert "12 EUR a month" in llm.requests[-1]["messages"][0]["content"]
