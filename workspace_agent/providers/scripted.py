@@ -101,7 +101,7 @@ class ScriptedLLM:
 
     def start(self, port: int = 0) -> ScriptedLLM:
         """Listen on loopback in a daemon thread."""
-        server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        server = _QuietServer(("127.0.0.1", port), _handler_for(self))
         server.daemon_threads = True
         self._server = server
         threading.Thread(target=server.serve_forever, daemon=True, name="scripted-llm").start()
@@ -133,6 +133,13 @@ class ScriptedLLM:
             if self.script:
                 return self.script.pop(0)
         return self.rule(request)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client hanging up mid-request (a run cancelled, a test over) is not worth a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return
 
 
 def _completion(reply: Reply, model: str) -> dict[str, Any]:
