@@ -53,84 +53,48 @@ def test_chat_asks_for_approval_at_the_terminal_and_answers(database_url, tmp_pa
     assert child.exitstatus == 0
 
 
-def test_ask_prints_the_answer_and_exits_zero(database_url, tmp_path):
+def cli(database_url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run the command as a script would, on the test database, with no model endpoint configured."""
     env = {**os.environ, "DATABASE_URL": database_url}
     env.pop("OPENAI_BASE_URL", None)
-    done = subprocess.run(
-        [CLI, "--demo", "ask", "hello there"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return subprocess.run([CLI, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_ask_prints_the_answer_and_exits_zero(database_url, tmp_path):
+    done = cli(database_url, tmp_path, "--demo", "ask", "hello there")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(scripted model) You said: hello there"
 
 
 def test_ask_fails_with_a_clear_error_and_nonzero_exit(database_url, tmp_path):
-    env = {**os.environ, "DATABASE_URL": database_url}
-    env.pop("OPENAI_BASE_URL", None)
-    done = subprocess.run(
-        [CLI, "--demo", "--set", "history_limit=-2", "ask", "hi"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = cli(database_url, tmp_path, "--demo", "--set", "history_limit=-2", "ask", "hi")
     assert done.returncode == 1
     assert "history_limit must be 0 or more" in done.stderr
-    done = subprocess.run(
-        [CLI, "--demo", "ask", "   "], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
+    done = cli(database_url, tmp_path, "--demo", "ask", "   ")
     assert done.returncode == 1 and "empty" in done.stderr
 
 
 def test_memory_commands_are_wired(database_url, tmp_path):
-    env = {**os.environ, "DATABASE_URL": database_url}
-    done = subprocess.run(
-        [CLI, "--user", "nobody-here", "memory", "list"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = cli(database_url, tmp_path, "--user", "nobody-here", "memory", "list")
     assert done.returncode == 0, done.stderr
     assert "no memories" in done.stdout
-    done = subprocess.run(
-        [CLI, "memory", "delete", "999999999"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = cli(database_url, tmp_path, "memory", "delete", "999999999")
     assert done.returncode != 0
 
 
 def test_ingest_and_docs_commands(database_url, tmp_path):
-    env = {**os.environ, "DATABASE_URL": database_url}
     (tmp_path / "notes.md").write_text("# Notes\n\nThe blue door opens at nine.\n")
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
 
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [CLI, "--workspace", "cli-docs", *args],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+    def docs(*args: str) -> subprocess.CompletedProcess:
+        return cli(database_url, tmp_path, "--workspace", "cli-docs", *args)
 
-    done = cli("ingest", "notes.md", "broken.pdf")
+    done = docs("ingest", "notes.md", "broken.pdf")
     assert done.returncode == 1, "a file that cannot be parsed makes the command fail"
     assert "broken.pdf" in done.stdout and "1 added" in done.stdout
-    done = cli("docs", "list")
+    done = docs("docs", "list")
     assert done.returncode == 0 and "notes.md" in done.stdout
-    assert cli("docs", "pin", "notes.md").returncode == 0
-    assert cli("docs", "remove", "no-such-doc").returncode == 1
-    assert cli("docs", "remove", "notes.md").returncode == 0
-    assert "notes.md" not in cli("docs", "list").stdout
+    assert docs("docs", "pin", "notes.md").returncode == 0
+    assert docs("docs", "remove", "no-such-doc").returncode == 1
+    assert docs("docs", "remove", "notes.md").returncode == 0
+    assert "notes.md" not in docs("docs", "list").stdout

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import uuid
+from contextlib import AsyncExitStack
 from typing import Any
 
 from langgraph.types import Command
@@ -226,10 +227,9 @@ async def _run(args: argparse.Namespace) -> int:
     endpoint = _endpoint(args)
     context = _context(args, endpoint.native_tool_calling, endpoint.context_window)
     config = {"configurable": {"thread_id": args.thread or uuid.uuid4().hex}}
-    with err.status("starting the database…"):
-        saver_cm = postgres_saver()
-        saver = await saver_cm.__aenter__()
-    try:
+    async with AsyncExitStack() as stack:
+        with err.status("starting the database…"):
+            saver = await stack.enter_async_context(postgres_saver())
         graph = build_graph(checkpointer=saver)
         if args.command == "ask":
 
@@ -302,8 +302,6 @@ async def _run(args: argparse.Namespace) -> int:
             _show_sources(values)
             if values.get("stop_reason") not in (None, "answered"):
                 console.print(f"[dim]({values['stop_reason']})[/]")
-    finally:
-        await saver_cm.__aexit__(None, None, None)
 
 
 def main(argv: list[str] | None = None) -> int:
