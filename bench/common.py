@@ -1,19 +1,18 @@
-"""Shared bench helpers: timing, and the in-process model the tests use."""
+"""Shared bench helpers: timing, and the in-process model.
+
+Benches run as ``python bench/<name>.py`` against the installed package; they import nothing from tests/.
+"""
 
 from __future__ import annotations
 
 import os
 import statistics
-import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from fake_model import ToolThenAnswer
+
 os.environ.setdefault("LANGSMITH_TRACING", "false")
-
-from tests.support.fake_model import ToolThenAnswer  # noqa: E402
 
 __all__ = ["ToolThenAnswer", "median_ms", "timed"]
 

@@ -17,7 +17,6 @@ import json
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -26,11 +25,6 @@ from typing import Any
 
 import httpx
 from langchain_openai import ChatOpenAI
-
-try:
-    import workspace_agent  # noqa: F401
-except ImportError:  # run from a checkout without an editable install: use the checkout's package
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from workspace_agent.providers.local_embeddings import LocalEmbeddings
 from workspace_agent.providers.local_model import (

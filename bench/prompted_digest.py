@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
-from common import median_ms  # noqa: F401 - puts the repository on sys.path
+from common import median_ms  # noqa: F401 - sets the bench environment
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI

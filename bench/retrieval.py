@@ -23,7 +23,7 @@ import sys
 import time
 import uuid
 
-import common  # noqa: F401 - puts the project on sys.path
+import common  # noqa: F401 - sets the bench environment
 import numpy as np
 from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection, errors

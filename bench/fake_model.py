@@ -1,4 +1,4 @@
-"""An in-process chat model for unit tests and benchmarks: asks for given tool calls, then answers.
+"""An in-process chat model for benchmarks: asks for given tool calls, then answers.
 
 langchain-core's fake chat models do not implement ``bind_tools``; this one does (it ignores the tools),
 so the same instance drives our graph and LangGraph's prebuilt agent alike.

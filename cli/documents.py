@@ -28,7 +28,8 @@ from workspace_agent.skills.documents import (
 )
 
 #: The sample documents a first run puts into an empty workspace.
-SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "workspace"
+# `samples/` sits beside `cli/`: at the repository root, and as `workspace_agent.samples` once installed.
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "workspace"
 OUTCOMES = ("added", "replaced", "unchanged", "failed")
 STYLE = {"added": "green", "replaced": "yellow", "unchanged": "dim", "failed": "red"}
 
