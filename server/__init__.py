@@ -1,0 +1,1 @@
+"""Serving the graphs: authentication, deployment settings, production server helpers."""
