@@ -11,8 +11,7 @@ from langgraph.runtime import Runtime
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, Decision, decision
 from workspace_agent.nodes.trim import assemble
-from workspace_agent.providers.prompted import digest, names_a_tool, parse_tool_calls, with_catalog
-from workspace_agent.providers.tokens import message_text
+from workspace_agent.providers.prompted import digest, prompted_turn
 from workspace_agent.skills.toolset import Services
 
 
@@ -47,31 +46,21 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     if prompted and any(isinstance(m, ToolMessage) for m in state["messages"]):
         request, tools, prompted = digest(request), [], False
         stop_reason = None
-    elif prompted:
-        request = with_catalog(request, tools)
-        model = model.with_config(tags=["nostream"])  # JSON meant for us, not for the person watching
-    elif tools:
+    elif tools and not prompted:
         model = services.bind_tools(model, tools)
-    response = await model.ainvoke(request)
+    if prompted:
+        response, retried = await prompted_turn(model, request, tools)
+        if retried:  # a call to a tool that does not exist: asked again for a plain answer
+            why = "the reply called a tool that does not exist; the model was asked again without tools"
+            decisions.append(decision("C1", "model", "no such tool", why))
+    else:
+        response = await model.ainvoke(request)
     assert isinstance(response, AIMessage)
-    finish = response.response_metadata.get("finish_reason")
-    if finish == "length":
+    if response.response_metadata.get("finish_reason") == "length":
         stop_reason = "max_tokens"
         calls = len(response.tool_calls) + len(response.invalid_tool_calls)
         why = f"the reply hit the output limit; {calls} tool call(s) in it will not run"
         decisions.append(decision("G2", "code", "max_tokens", why))
-    elif prompted:
-        text = message_text(response)
-        calls = parse_tool_calls(text, {t.name for t in tools})
-        if calls:
-            response = AIMessage(
-                "", tool_calls=calls, id=response.id, response_metadata=response.response_metadata
-            )
-        elif names_a_tool(text):  # a call to a tool that does not exist: ask again for a plain answer
-            why = "the reply called a tool that does not exist; the model was asked again without tools"
-            decisions.append(decision("C1", "model", "no such tool", why))
-            plain = assemble(state["plan"], state["messages"], state.get("history") or [])
-            response = await services.chat_model(ctx).ainvoke(plain)
     names = [c["name"] for c in response.tool_calls]
     how = "in JSON text (prompted tool calling)" if prompted else "natively"
     why = f"the model asked for {len(names)} tool call(s) {how}" if names else "the model answered"

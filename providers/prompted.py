@@ -35,7 +35,8 @@ def catalog(tools: list[BaseTool]) -> str:
     """
     blocks = []
     for tool in tools:
-        schema = tool.tool_call_schema.model_json_schema() if tool.tool_call_schema else {}
+        raw = tool.tool_call_schema or {}
+        schema = raw if isinstance(raw, dict) else raw.model_json_schema()
         props = schema.get("properties", {})
         args = "; ".join(
             f"{k} ({v.get('type', 'any')}): {v.get('description', '')}".rstrip(": ") for k, v in props.items()
@@ -126,3 +127,24 @@ def with_catalog(messages: list[BaseMessage], tools: list[BaseTool]) -> list[Bas
     if messages and isinstance(messages[0], SystemMessage):
         return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools)), *messages[1:]]
     return [SystemMessage(catalog(tools)), *messages]
+
+
+async def prompted_turn(
+    model: Any, request: list[BaseMessage], tools: list[BaseTool]
+) -> tuple[AIMessage, bool]:
+    """One model call with the tools described in the prompt; the reply's JSON calls become tool calls.
+
+    Returns the reply and whether it named a tool that does not exist (then the model was asked again
+    without tools, and the second reply is returned).
+    """
+    response = await model.with_config(tags=["nostream"]).ainvoke(with_catalog(request, tools))
+    if response.response_metadata.get("finish_reason") == "length":
+        return response, False
+    text = message_text(response)
+    calls = parse_tool_calls(text, {t.name for t in tools})
+    if calls:
+        meta = response.response_metadata
+        return AIMessage("", tool_calls=calls, id=response.id, response_metadata=meta), False
+    if names_a_tool(text):
+        return await model.ainvoke(request), True
+    return response, False
