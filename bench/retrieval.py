@@ -29,16 +29,16 @@ from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection, errors
 from psycopg.conninfo import make_conninfo
 
-from workspace_agent.checkpoints.chunks import (
+from workspace_agent.checkpoints.chunks import DocumentStore
+from workspace_agent.checkpoints.db import pool
+from workspace_agent.checkpoints.embedded import database_url
+from workspace_agent.checkpoints.vectors import (
     EF_SEARCH,
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
-    DocumentStore,
     hnsw_index_ddl,
     search_sql,
 )
-from workspace_agent.checkpoints.db import pool
-from workspace_agent.checkpoints.embedded import database_url
 
 DIM, TOP_N, CHUNKS_PER_DOC, SECTIONS, TOPICS = 384, 4, 100, 10, 40
 EMBEDDING_ID = "bench:synthetic-384"

@@ -6,12 +6,7 @@ vectors from two spaces (which returns confident garbage). ``documents`` holds e
 (pinned documents go into prompts whole), its content hash (re-ingesting an unchanged file does nothing) and
 its pinned flag. ``chunks`` holds the embedded pieces.
 
-Workspaces may use models of different dimensions, so ``chunks.embedding`` is an untyped ``vector`` and each
-dimension gets its own partial HNSW index over the expression ``embedding::vector(d)`` with cosine ops;
-queries repeat that expression and the partial predicate so the planner can use the index. An HNSW scan
-applies the workspace filter after the index, so pgvector's iterative scan is switched on (a workspace
-sharing an index with larger ones still gets its ``top_n`` hits), and a btree on the workspace lets the
-planner answer a small workspace exactly instead.
+How the vectors are indexed and searched (one HNSW index per dimension) is in ``vectors``.
 """
 
 from __future__ import annotations
@@ -21,10 +16,20 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from pgvector import Vector
-from psycopg import AsyncConnection, sql
+from psycopg import AsyncConnection
 
 from workspace_agent.checkpoints.db import connection, ensure_schema, resolve_url
+from workspace_agent.checkpoints.vectors import (
+    EF_SEARCH,
+    EmbeddingMismatch,
+    Space,
+    as_vector_text,
+    ensure_hnsw_index,
+    require_space,
+    search_sql,
+)
+
+__all__ = ["ChunkHit", "Document", "DocumentStore", "EmbeddingMismatch", "Space", "require_space"]
 
 SCHEMA = [
     "CREATE EXTENSION IF NOT EXISTS vector",
@@ -63,29 +68,10 @@ SCHEMA = [
     "CREATE INDEX IF NOT EXISTS chunks_workspace ON chunks (workspace)",
 ]
 
-#: HNSW graph: pgvector's default ``m``, twice its default ``ef_construction`` (64); candidates kept per scan
-#: (``hnsw.ef_search``, default 40). Measured by ``bench/retrieval.py`` (100k chunks, 384-d): recall@4
-#: 0.97-0.99 for 3-5 ms a query; pgvector's defaults give 0.91-0.94, below the 0.95 goal.
-HNSW_M, HNSW_EF_CONSTRUCTION, EF_SEARCH = 16, 128, 160
-#: pgvector indexes ``vector`` up to 2000 dimensions and ``halfvec`` up to 4000.
-MAX_VECTOR_INDEX_DIM, MAX_HALFVEC_INDEX_DIM = 2000, 4000
-_indexed: set[tuple[str, int]] = set()
 _COLUMNS = (
     "d.id, d.workspace, d.source, d.title, d.content_hash, d.tokens, d.chunk_size, d.chunk_overlap, d.pinned,"
     " d.created_at, d.updated_at, (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) AS chunks"
 )
-
-
-class EmbeddingMismatch(ValueError):
-    """The workspace's vectors were made by another embedding model (or have another dimension)."""
-
-
-@dataclass
-class Space:
-    """The embedding model and dimension of a workspace's vectors."""
-
-    embedding_id: str
-    dimension: int
 
 
 @dataclass
@@ -125,63 +111,6 @@ class ChunkHit:
         return min(1.0, max(0.0, 1.0 - self.distance))
 
 
-def vector_expression(dimension: int) -> sql.Composable:
-    """The indexed expression for one dimension: the column cast to a typed vector (halfvec above 2000)."""
-    kind = "vector" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec"
-    return sql.SQL("(embedding::{}({}))").format(sql.SQL(kind), sql.Literal(dimension))
-
-
-def hnsw_index_ddl(dimension: int) -> sql.Composed:
-    """The partial HNSW index (cosine) serving every workspace whose vectors have this dimension."""
-    ops = "vector_cosine_ops" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec_cosine_ops"
-    return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {} ON chunks USING hnsw ({} {}) WITH (m = {}, ef_construction = {})"
-        " WHERE vector_dims(embedding) = {}"
-    ).format(
-        sql.Identifier(f"chunks_hnsw_{dimension}"),
-        vector_expression(dimension),
-        sql.SQL(ops),
-        sql.Literal(HNSW_M),
-        sql.Literal(HNSW_EF_CONSTRUCTION),
-        sql.Literal(dimension),
-    )
-
-
-def search_sql(dimension: int) -> sql.Composed:
-    """The nearest-chunks query; it repeats the index expression and predicate so HNSW is used."""
-    expr = vector_expression(dimension)
-    kind = "vector" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec"
-    query = sql.SQL("%(query)s::{}({})").format(sql.SQL(kind), sql.Literal(dimension))
-    return sql.SQL(
-        "SELECT c.id, c.document_id, c.ordinal, c.text, d.source, d.title, {expr} <=> {query} AS distance"
-        " FROM chunks c JOIN documents d ON d.id = c.document_id"
-        " WHERE c.workspace = %(workspace)s AND vector_dims(c.embedding) = {dim}"
-        " AND NOT d.pinned"
-        " ORDER BY {expr} <=> {query} LIMIT %(limit)s"
-    ).format(expr=expr, query=query, dim=sql.Literal(dimension))
-
-
-def as_vector_text(values: Sequence[float]) -> str:
-    """A vector as pgvector's text literal (sent as text and cast in SQL, so no adapter is needed)."""
-    return Vector(list(values)).to_text()
-
-
-def require_space(workspace: str, space: Space, embedding_id: str, dimension: int | None = None) -> None:
-    """Refuse to mix vector spaces: ``embedding_id`` (and ``dimension``, when known) must be the workspace's.
-
-    Raises:
-        EmbeddingMismatch: With both models named and what to do about it.
-    """
-    if space.embedding_id == embedding_id and dimension in (None, space.dimension):
-        return
-    got = f"{embedding_id}" + (f" ({dimension} dimensions)" if dimension is not None else "")
-    raise EmbeddingMismatch(
-        f"workspace {workspace!r} holds vectors of {space.embedding_id} ({space.dimension} dimensions), but "
-        f"the configured embedding model is {got}: configure {space.embedding_id} again, or remove the "
-        "workspace's documents and ingest them anew with the new model"
-    )
-
-
 class DocumentStore:
     """Documents and chunks of all workspaces in the project's PostgreSQL; every query names a workspace."""
 
@@ -194,23 +123,6 @@ class DocumentStore:
         await ensure_schema("documents", SCHEMA, url)
         async with connection(url) as conn:
             yield conn
-
-    async def _ensure_index(self, conn: AsyncConnection, dimension: int) -> None:
-        """Create the HNSW index of a dimension once; checked first, since CREATE INDEX blocks writers."""
-        url = await resolve_url(self.url)
-        if (url, dimension) in _indexed:
-            return
-        if dimension > MAX_HALFVEC_INDEX_DIM:
-            raise ValueError(f"pgvector cannot index {dimension}-dimensional vectors (at most 4000)")
-        cur = await conn.execute(
-            "SELECT to_regclass(%s) IS NOT NULL AS present", (f"chunks_hnsw_{dimension}",)
-        )
-        row = await cur.fetchone()
-        if not row["present"]:  # type: ignore[index]
-            async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(hashtext('chunks_hnsw'))")
-                await conn.execute(hnsw_index_ddl(dimension))
-        _indexed.add((url, dimension))
 
     @staticmethod
     async def _lock(conn: AsyncConnection, workspace: str) -> None:
@@ -292,7 +204,7 @@ class DocumentStore:
         if any(len(vector) != dimension for _, vector in chunks):
             raise ValueError("the chunks' vectors differ in dimension")
         async with self._conn() as conn:
-            await self._ensure_index(conn, dimension)
+            await ensure_hnsw_index(conn, await resolve_url(self.url), dimension)
             async with conn.transaction():
                 await self._lock(conn, workspace)
                 await self._claim_space(conn, workspace, embedding_id, dimension)
