@@ -31,8 +31,16 @@ async def _configure(conn: AsyncConnection) -> None:
 
 
 async def _open(url: str) -> AsyncConnectionPool:
+    # ``check`` hands out only live connections: after the database restarts, the next query reconnects
+    # instead of failing with "the connection is closed".
     new = AsyncConnectionPool(
-        url, min_size=1, max_size=8, open=False, configure=_configure, kwargs={"autocommit": True}
+        url,
+        min_size=1,
+        max_size=8,
+        open=False,
+        configure=_configure,
+        kwargs={"autocommit": True},
+        check=AsyncConnectionPool.check_connection,
     )
     await new.open(wait=True, timeout=30)
     return new

@@ -36,6 +36,12 @@ def embedded_started() -> bool:
     return _embedded_url.cache_info().currsize > 0
 
 
+def start_embedded() -> str:
+    """Start this data folder's server unless it runs; its URL (the same socket across restarts)."""
+    _embedded_url.cache_clear()
+    return _embedded_url()
+
+
 def database_url() -> str:
     """The PostgreSQL URL every part of the project uses."""
     return os.environ.get("DATABASE_URL") or _embedded_url()

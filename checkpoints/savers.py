@@ -1,28 +1,93 @@
-"""Checkpoint savers: PostgreSQL (the default), SQLite and memory.
+"""Checkpoint savers: PostgreSQL (the default, async and sync), SQLite (async and sync) and memory.
+
+The PostgreSQL savers sit on a connection pool that checks each connection before handing it out, so a
+long-lived process (the CLI's chat, the dev server) keeps working after the database restarts: the first
+turn after it is back gets a fresh connection instead of "the connection is closed".
 
 ``dev_checkpointer`` is what ``langgraph.json`` names, so threads run through ``langgraph dev`` persist in the
-same PostgreSQL as the CLI's and programs' threads, and any of them can resume the others' interrupts.
+same PostgreSQL as the CLI's and programs' threads, and any of them can resume the others' interrupts. It
+implements what the dev server asks of a custom checkpointer beyond the basics: ``adelete_for_runs``
+(the ``rollback`` multitask strategy deletes a cancelled run's checkpoints), ``adelete_thread`` and
+``aprune`` (from langgraph's saver), and the generic ``acopy_thread`` the server falls back to.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from workspace_agent.checkpoints.embedded import database_url
 
+#: Connections one process's saver may hold: enough for the dev server's parallel runs, well within the
+#: embedded server's 100 shared by every process.
+POOL_SIZE = 10
+# A run's checkpoints carry its id in their metadata (the server puts it there); their writes go with them.
+_DELETE_RUNS = """
+WITH gone AS (
+    DELETE FROM checkpoints WHERE metadata->>'run_id' = ANY(%s)
+    RETURNING thread_id, checkpoint_ns, checkpoint_id
+)
+DELETE FROM checkpoint_writes w USING gone
+WHERE w.thread_id = gone.thread_id AND w.checkpoint_ns = gone.checkpoint_ns
+  AND w.checkpoint_id = gone.checkpoint_id
+"""
+_POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+
+
+class ProjectPostgresSaver(AsyncPostgresSaver):
+    """langgraph's async PostgreSQL saver, plus deleting the checkpoints of given runs (rollback)."""
+
+    async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
+        """Delete every checkpoint written by these runs, and their pending writes.
+
+        The thread then reads as it was before the runs started: an approval a rolled-back run was waiting
+        for is gone with its checkpoint, so nobody can resume it into running its tool.
+        """
+        ids = [str(r) for r in run_ids]
+        if ids:
+            async with self._cursor() as cur:
+                await cur.execute(_DELETE_RUNS, (ids,))
+
+
+class ProjectSyncPostgresSaver(PostgresSaver):
+    """langgraph's sync PostgreSQL saver with the same run deletion, for ``graph.invoke`` programs."""
+
+    def delete_for_runs(self, run_ids: Iterable[str]) -> None:
+        """Delete every checkpoint written by these runs, and their pending writes."""
+        ids = [str(r) for r in run_ids]
+        if ids:
+            with self._cursor() as cur:
+                cur.execute(_DELETE_RUNS, (ids,))
+
 
 @asynccontextmanager
-async def postgres_saver(url: str | None = None) -> AsyncIterator[AsyncPostgresSaver]:
-    """An async PostgreSQL saver with its tables set up (``setup`` is idempotent)."""
+async def postgres_saver(url: str | None = None) -> AsyncIterator[ProjectPostgresSaver]:
+    """An async PostgreSQL saver on a checked connection pool, its tables set up (``setup`` is idempotent)."""
     url = url or await asyncio.to_thread(database_url)  # may start the embedded server: not on the event loop
-    async with AsyncPostgresSaver.from_conn_string(url) as saver:
+    pool_args = {"min_size": 1, "max_size": POOL_SIZE, "kwargs": _POOL_KWARGS, "open": False}
+    async with AsyncConnectionPool(url, check=AsyncConnectionPool.check_connection, **pool_args) as pool:
+        await pool.wait(timeout=30)
+        saver = ProjectPostgresSaver(pool)  # type: ignore[arg-type]
         await saver.setup()
+        yield saver
+
+
+@contextmanager
+def sync_postgres_saver(url: str | None = None) -> Iterator[ProjectSyncPostgresSaver]:
+    """The sync PostgreSQL saver (``graph.invoke`` / ``stream``), on a checked pool, tables set up."""
+    pool_args = {"min_size": 1, "max_size": POOL_SIZE, "kwargs": _POOL_KWARGS, "open": False}
+    with ConnectionPool(url or database_url(), check=ConnectionPool.check_connection, **pool_args) as pool:
+        pool.wait(timeout=30)
+        saver = ProjectSyncPostgresSaver(pool)  # type: ignore[arg-type]
+        saver.setup()
         yield saver
 
 
@@ -36,13 +101,23 @@ async def sqlite_saver(path: str) -> AsyncIterator[BaseCheckpointSaver]:
         yield saver
 
 
+@contextmanager
+def sync_sqlite_saver(path: str) -> Iterator[BaseCheckpointSaver]:
+    """The sync SQLite saver, for ``graph.invoke`` programs without PostgreSQL."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(path) as saver:
+        saver.setup()
+        yield saver
+
+
 def memory_saver() -> InMemorySaver:
     """A saver in process memory: tests and benchmarks only."""
     return InMemorySaver()
 
 
 @asynccontextmanager
-async def dev_checkpointer() -> AsyncIterator[AsyncPostgresSaver]:
+async def dev_checkpointer() -> AsyncIterator[ProjectPostgresSaver]:
     """The saver ``langgraph dev`` loads through ``langgraph.json``."""
     async with postgres_saver() as saver:
         yield saver

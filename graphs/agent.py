@@ -20,6 +20,7 @@ from langgraph.store.base import BaseStore
 from workspace_agent.checkpoints.chatlog import PostgresRecords, Records
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.runnables import node
 from workspace_agent.graphs.state import AgentState, InputState, OutputState
 from workspace_agent.nodes.approve import approve
 from workspace_agent.nodes.call_model import call_model, route_after_model
@@ -30,6 +31,7 @@ from workspace_agent.nodes.retrieve import retrieve
 from workspace_agent.nodes.route import route
 from workspace_agent.nodes.tools import execute_tool, route_tool_calls
 from workspace_agent.nodes.trim import route_after_trim, trim
+from workspace_agent.nodes.uploads import AFTER_ROUTE, ingest_uploads, route_uploads
 from workspace_agent.skills.toolset import Services
 
 
@@ -63,20 +65,21 @@ def build_graph(
     builder = StateGraph(
         AgentState, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
-    builder.add_node("route", partial(route, services=services))
-    builder.add_node("load_history", partial(load_history, services=services))
-    builder.add_node("retrieve", partial(retrieve, services=services))
-    builder.add_node("recall", partial(recall, services=services))
-    builder.add_node("trim", trim)
-    builder.add_node("call_model", partial(call_model, services=services))
-    builder.add_node("approve", partial(approve, services=services))
-    builder.add_node("execute_tool", partial(execute_tool, services=services))
-    builder.add_node("finish", partial(finish, services=services))
+    builder.add_node("route", node(partial(route, services=services)))
+    builder.add_node("ingest_uploads", node(partial(ingest_uploads, services=services)))
+    builder.add_node("load_history", node(load_history))
+    builder.add_node("retrieve", node(partial(retrieve, services=services)))
+    builder.add_node("recall", node(partial(recall, services=services)))
+    builder.add_node("trim", node(trim))
+    builder.add_node("call_model", node(partial(call_model, services=services)))
+    builder.add_node("approve", node(partial(approve, services=services)))
+    builder.add_node("execute_tool", node(partial(execute_tool, services=services)))
+    builder.add_node("finish", node(partial(finish, services=services)))
 
     builder.add_edge(START, "route")
-    builder.add_edge("route", "load_history")
-    builder.add_edge("route", "retrieve")
-    builder.add_edge("route", "recall")
+    builder.add_conditional_edges("route", route_uploads, ["ingest_uploads", *AFTER_ROUTE])
+    for after in AFTER_ROUTE:
+        builder.add_edge("ingest_uploads", after)
     builder.add_edge(["load_history", "retrieve", "recall"], "trim")
     builder.add_conditional_edges("trim", route_after_trim, ["call_model", "finish"])
     builder.add_conditional_edges("call_model", route_after_model, ["approve", "finish"])

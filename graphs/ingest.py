@@ -17,6 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
+from workspace_agent.graphs.runnables import node
 from workspace_agent.nodes.ingest.discover import discover, route_files
 from workspace_agent.nodes.ingest.index_file import index_file
 from workspace_agent.nodes.ingest.report import report
@@ -41,9 +42,9 @@ def build_graph(
     builder = StateGraph(
         IngestState, context_schema=IngestContext, input_schema=IngestInput, output_schema=IngestOutput
     )
-    builder.add_node("discover", discover)
-    builder.add_node("index_file", index_file)
-    builder.add_node("report", report)
+    builder.add_node("discover", node(discover))
+    builder.add_node("index_file", node(index_file))
+    builder.add_node("report", node(report))
 
     builder.add_edge(START, "discover")
     builder.add_conditional_edges("discover", route_files, ["index_file", "report"])

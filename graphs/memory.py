@@ -18,6 +18,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from workspace_agent.checkpoints.memories import PostgresMemories
+from workspace_agent.graphs.runnables import node
 from workspace_agent.nodes.memory.gate import gate_groups, route_groups
 from workspace_agent.nodes.memory.observe import observe, route_after_observe
 from workspace_agent.nodes.memory.read import read_batch, route_after_read
@@ -45,10 +46,10 @@ def build_group_graph(services: MemoryServices) -> CompiledStateGraph:
     builder = StateGraph(
         GroupState, context_schema=MemoryContext, input_schema=GroupInput, output_schema=MemoryOutput
     )
-    builder.add_node("read_batch", partial(read_batch, services=services))
-    builder.add_node("observe", partial(observe, services=services))
-    builder.add_node("reflect", partial(reflect, services=services))
-    builder.add_node("store", partial(store, services=services))
+    builder.add_node("read_batch", node(partial(read_batch, services=services)))
+    builder.add_node("observe", node(partial(observe, services=services)))
+    builder.add_node("reflect", node(partial(reflect, services=services)))
+    builder.add_node("store", node(partial(store, services=services)))
 
     builder.add_edge(START, "read_batch")
     builder.add_conditional_edges("read_batch", route_after_read, ["observe", END])
@@ -79,8 +80,8 @@ def build_graph(
     builder = StateGraph(
         MemoryState, context_schema=MemoryContext, input_schema=MemoryInput, output_schema=MemoryOutput
     )
-    builder.add_node("select_chats", partial(select_chats, services=services))
-    builder.add_node("gate_groups", gate_groups)
+    builder.add_node("select_chats", node(partial(select_chats, services=services)))
+    builder.add_node("gate_groups", node(gate_groups))
     builder.add_node("process_group", build_group_graph(services))
 
     builder.add_edge(START, "select_chats")

@@ -1,8 +1,18 @@
-"""Which model the CLI talks to: a configured endpoint, else the embedded local model, else the demo server.
+"""Which chat model the project talks to and what it can do: the one source every entry point reads.
 
-Everything goes through the same ``ChatOpenAI`` path; this only decides the URL. The scripted demo server
-is used solely when neither a configured endpoint nor the local model is available, and is labelled as what
-it is: not a model.
+The CLI, ``langgraph dev`` and a program calling ``graph.invoke`` all come here, so they agree:
+
+- ``OPENAI_BASE_URL`` set: that OpenAI-compatible endpoint, model ``CHAT_MODEL``, key ``OPENAI_API_KEY``.
+  It is assumed to call tools natively, and its window is looked up by model family.
+- only ``OPENAI_API_KEY`` set: OpenAI's own API, model ``CHAT_MODEL`` (default ``gpt-4o-mini``).
+- neither: the embedded local model (llama.cpp on loopback), started on first use and shared by every
+  process of the checkout (see ``model_server``). It writes tool calls as JSON text, not natively, and its
+  window is the one its server was started with (4096), not its family's nominal 32k.
+
+``NATIVE_TOOL_CALLING`` and ``CONTEXT_WINDOW`` override those facts for a model the project cannot know;
+``MODEL_TIMEOUT`` (seconds, default 120) and ``MODEL_MAX_RETRIES`` (default 1) bound how long a hung endpoint
+can hold a turn. Settings are read from the environment on every call: they cost microseconds, and a
+process whose environment changes (tests, a CLI's ``--demo``) sees the change.
 """
 
 from __future__ import annotations
@@ -10,43 +20,147 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+OPENAI_API = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 120.0
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name}={raw!r} is not a boolean: use true or false")
+
+
+def _env_number(name: str, kind: type[int] | type[float], default: float | None, low: float) -> float | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where the chat model is and the facts about it that the graphs apply.
+
+    Attributes:
+        kind: ``local`` (the embedded model, started on first use) or ``endpoint``.
+        base_url: The endpoint's URL; ``None`` for the local model until its server is found or started.
+        setting: The environment variable a person changes to point somewhere else.
+        native_tool_calling: Whether the model returns tool calls natively (A3 uses the agent only then).
+        context_window: Tokens the model accepts; ``None`` means "look up the model family".
+
+    """
+
+    kind: Literal["local", "endpoint"]
+    base_url: str | None
+    api_key: str
+    model: str
+    native_tool_calling: bool
+    context_window: int | None
+    timeout: float
+    max_retries: int
+    setting: str = "OPENAI_BASE_URL"
+
+
+def model_settings() -> ModelSettings:
+    """The chat model's settings from the environment, with the provider's facts as defaults.
+
+    Raises:
+        ValueError: An environment variable has a value of the wrong kind; the message names it.
+
+    """
+    timeout = float(_env_number("MODEL_TIMEOUT", float, DEFAULT_TIMEOUT, 0.1) or DEFAULT_TIMEOUT)
+    retries = int(_env_number("MODEL_MAX_RETRIES", int, 1, 0) or 0)
+    window = _env_number("CONTEXT_WINDOW", int, None, 512)
+    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    api_key = os.environ.get("OPENAI_API_KEY") or None
+    if base_url or api_key:
+        return ModelSettings(
+            kind="endpoint",
+            base_url=base_url or OPENAI_API,
+            api_key=api_key or "not-needed",
+            model=os.environ.get("CHAT_MODEL") or ("local" if base_url else "gpt-4o-mini"),
+            native_tool_calling=_env_bool("NATIVE_TOOL_CALLING", True),
+            context_window=int(window) if window else None,
+            timeout=timeout,
+            max_retries=retries,
+        )
+    from workspace_agent.providers.model_file import DEFAULT_MODEL_NAME, MODEL_PATH_ENV
+    from workspace_agent.providers.model_server import context_size
+
+    custom = os.environ.get(MODEL_PATH_ENV)
+    return ModelSettings(
+        kind="local",
+        base_url=None,
+        api_key="local",
+        model=Path(custom).stem if custom else DEFAULT_MODEL_NAME,
+        native_tool_calling=_env_bool("NATIVE_TOOL_CALLING", False),
+        context_window=int(window) if window else context_size(),
+        timeout=timeout,
+        max_retries=retries,
+        setting="OPENAI_BASE_URL (unset: the embedded local model)",
+    )
+
+
+def endpoint_url(settings: ModelSettings, progress: Callable[[int, int], None] | None = None) -> str:
+    """The URL to send requests to; for the local model, its shared server's, started if none is live."""
+    if settings.base_url:
+        return settings.base_url
+    from workspace_agent.providers.model_server import shared_model_server
+
+    return shared_model_server(progress).base_url
 
 
 @dataclass
 class Endpoint:
-    """The chosen model endpoint and how to describe it to a person."""
+    """What the CLI tells a person about the model it chose."""
 
     label: str
-    native_tool_calling: bool
+    settings: ModelSettings
     keep_alive: object | None = None
-    context_window: int | None = None
 
 
 def choose_endpoint(progress: Callable[[int, int], None] | None = None, *, demo: bool = False) -> Endpoint:
-    """Set ``OPENAI_BASE_URL`` and ``CHAT_MODEL`` for this process and say what was chosen."""
-    if os.environ.get("OPENAI_BASE_URL") and not demo:
-        model = os.environ.get("CHAT_MODEL", "local")
-        native = os.environ.get("NATIVE_TOOL_CALLING", "true").lower() not in ("0", "false", "no")
-        return Endpoint(f"{model} at {os.environ['OPENAI_BASE_URL']}", native)
-    if not demo:
-        try:
-            from workspace_agent.providers.local_model import ensure_local_model_server
+    """Settle the model for a CLI session: start the local model now (with a progress bar), or the demo.
 
-            server = ensure_local_model_server(progress)
-        except ImportError:
-            server = None
-        if server is not None:
-            os.environ["OPENAI_BASE_URL"] = server.base_url
-            os.environ["CHAT_MODEL"] = server.model_name
-            os.environ.setdefault("OPENAI_API_KEY", "local")
-            label = f"embedded local model {server.model_name} (llama.cpp, offline, {server.n_ctx} tokens)"
-            return Endpoint(label, False, server, server.n_ctx)
+    The scripted demo server is used when asked for, or when no endpoint is configured and the local model
+    is not installed, and is labelled as what it is: not a model.
+    """
+    if not demo:
+        settings = model_settings()
+        if settings.kind == "endpoint":
+            return Endpoint(f"{settings.model} at {settings.base_url}", settings)
+        from workspace_agent.providers.model_file import LocalModelError
+
+        try:
+            url = endpoint_url(settings, progress)
+        except (ImportError, LocalModelError) as exc:
+            if "not installed" not in str(exc) and not isinstance(exc, ImportError):
+                raise
+        else:
+            label = (
+                f"embedded local model {settings.model} at {url} (llama.cpp, offline, "
+                f"{settings.context_window} tokens; `workspace-agent model stop` frees it)"
+            )
+            return Endpoint(label, settings)
     from workspace_agent.providers.scripted import ScriptedLLM
 
     scripted = ScriptedLLM().start()
     os.environ["OPENAI_BASE_URL"] = scripted.base_url
     os.environ["CHAT_MODEL"] = "scripted-demo"
     os.environ.setdefault("OPENAI_API_KEY", "demo")
-    return Endpoint(
-        "SCRIPTED DEMO SERVER — not a model: it echoes, and asks for the clock on 'time'", True, scripted
-    )
+    label = "SCRIPTED DEMO SERVER — not a model: it echoes, and asks for the clock on 'time'"
+    return Endpoint(label, model_settings(), scripted)

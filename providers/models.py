@@ -1,29 +1,150 @@
-"""The chat model: any OpenAI-compatible endpoint through ``ChatOpenAI``.
+"""The chat model: any OpenAI-compatible endpoint through ``ChatOpenAI``, faults named by their endpoint.
 
 One client per endpoint and model is kept, so its HTTP connection pool is reused across turns — per event
-loop, because the async HTTP client belongs to the loop that first used it.
+loop, because the async HTTP client belongs to the loop that first used it. Where the endpoint is and what
+the model can do come from ``endpoint.model_settings``.
+
+A model call that fails because of the endpoint — nothing listening, a hang past ``MODEL_TIMEOUT``, a body
+that is not a chat completion, no ``choices`` — raises ``ModelEndpointError``, whose message names the
+endpoint and the setting to change. That message is what a person sees in their client (the CLI, Studio,
+Agent Chat UI, an SDK run's error); the failed call left nothing behind, so the next turn works once the
+endpoint does.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
+import openai
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 
+from workspace_agent.providers.endpoint import ModelSettings, endpoint_url, model_settings
 from workspace_agent.providers.loops import loop_local
 
+_FAULTS = (openai.OpenAIError, ValueError, TypeError, KeyError, IndexError, AttributeError)
 
-def _client(base_url: str | None, api_key: str, model: str) -> ChatOpenAI:
-    return loop_local(
-        ("chat", base_url, api_key, model),
-        lambda: ChatOpenAI(
-            base_url=base_url, api_key=api_key, model=model, temperature=0, max_retries=1, timeout=600
-        ),
+
+class ModelEndpointError(RuntimeError):
+    """The model endpoint could not give an answer; the message says which endpoint and what to change."""
+
+
+def describe_fault(exc: BaseException, url: str, settings: ModelSettings) -> str:
+    """A person's explanation of an endpoint fault: what happened, where, and which setting to change."""
+    where = f"the model endpoint {url}"
+    if settings.kind == "local":
+        where = f"the embedded local model at {url}"
+    if isinstance(exc, openai.APITimeoutError):
+        return (
+            f"{where} did not answer within {settings.timeout:g} s; set MODEL_TIMEOUT to wait longer, "
+            f"or {settings.setting} to another server"
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        return f"{where} cannot be reached ({exc.__cause__ or exc}); start it, or set {settings.setting}"
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return f"{where} refused the key ({exc.status_code}); set OPENAI_API_KEY"
+    if isinstance(exc, openai.NotFoundError):
+        return f"{where} has no model {settings.model!r} or no chat API ({exc.status_code}); set CHAT_MODEL"
+    if isinstance(exc, openai.APIStatusError):
+        return f"{where} failed with HTTP {exc.status_code}: {exc.message}"
+    return (
+        f"{where} sent a reply that is not an OpenAI chat completion ({type(exc).__name__}: {exc}); "
+        f"check that {settings.setting} names an OpenAI-compatible /v1 endpoint"
     )
 
 
-def chat_model(model: str) -> ChatOpenAI:
-    """The client for ``model`` at ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY`` (any value for local ones)."""
-    return _client(
-        os.environ.get("OPENAI_BASE_URL") or None, os.environ.get("OPENAI_API_KEY") or "not-needed", model
+class EndpointChatOpenAI(ChatOpenAI):
+    """``ChatOpenAI`` that turns endpoint faults into ``ModelEndpointError`` naming the endpoint."""
+
+    def _fault(self, exc: BaseException) -> ModelEndpointError:
+        settings = model_settings()
+        if settings.kind == "local":
+            from workspace_agent.providers.model_server import forget_shared_model
+
+            forget_shared_model()  # a dead server is looked for (and restarted) on the next turn
+        return ModelEndpointError(describe_fault(exc, str(self.openai_api_base), settings))
+
+    def _checked(self, result: ChatResult) -> ChatResult:
+        if not result.generations:
+            raise ValueError("the reply has no choices")
+        return result
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        try:
+            return self._checked(super()._generate(messages, stop, run_manager, **kwargs))
+        except _FAULTS as exc:
+            raise self._fault(exc) from exc
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        try:
+            return self._checked(await super()._agenerate(messages, stop, run_manager, **kwargs))
+        except _FAULTS as exc:
+            raise self._fault(exc) from exc
+
+    def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        seen = False
+        try:
+            for chunk in super()._stream(*args, **kwargs):
+                seen = True
+                yield chunk
+        except _FAULTS as exc:
+            raise self._fault(exc) from exc
+        if not seen:
+            raise self._fault(ValueError("the streamed reply has no choices"))
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        seen = False
+        try:
+            async for chunk in super()._astream(*args, **kwargs):
+                seen = True
+                yield chunk
+        except _FAULTS as exc:
+            raise self._fault(exc) from exc
+        if not seen:
+            raise self._fault(ValueError("the streamed reply has no choices"))
+
+
+def chat_model(model: str | None = None) -> ChatOpenAI:
+    """The client for ``model`` (default: the settings' model) at the configured endpoint.
+
+    For the local model this finds the shared server, starting it on first use (seconds, once per data
+    folder; the file is read in microseconds afterwards).
+    """
+    settings = model_settings()
+    name = model or settings.model
+    try:
+        url = endpoint_url(settings)
+    except Exception as exc:  # the local model could not be started: say so where the person looks
+        raise ModelEndpointError(
+            f"the embedded local model could not be started ({exc}); set OPENAI_BASE_URL to use another "
+            "OpenAI-compatible endpoint"
+        ) from exc
+    return loop_local(
+        ("chat", url, settings.api_key, name, settings.timeout, settings.max_retries),
+        lambda: EndpointChatOpenAI(
+            base_url=url,
+            api_key=settings.api_key,
+            model=name,
+            temperature=0,
+            max_retries=settings.max_retries,
+            timeout=settings.timeout,
+            # langchain-openai otherwise shares one async HTTP client per URL across every loop of the
+            # process, and a connection opened in one loop fails in another (sync callers run on their own).
+            http_async_client=openai.DefaultAsyncHttpxClient(timeout=settings.timeout),
+        ),
     )

