@@ -22,7 +22,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from workspace_agent.checkpoints.db import run
-from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.context import Context, parse_assignments
 
 console = Console()
 err = Console(stderr=True)
@@ -117,12 +117,7 @@ def _context(args: argparse.Namespace, native: bool, window: int | None = None) 
         values["context_window"] = window
     if args.mode:
         values["chat_mode"] = args.mode
-    for item in args.set:
-        name, _, raw = item.partition("=")
-        try:
-            values[name] = json.loads(raw)
-        except json.JSONDecodeError:
-            values[name] = raw
+    values.update(parse_assignments(args.set))  # types are Context's to check, naming the field
     return Context.from_mapping(values)
 
 

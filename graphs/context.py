@@ -8,9 +8,15 @@ workspace's settings from an assistant created with this context.
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import re
+import types
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from functools import cache
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant for the workspace {workspace}. Today is {date}. "
@@ -18,6 +24,19 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 QUERY_REFUSAL = "There is no relevant information in this workspace to answer your query."
 READ_ONLY_BUILTINS = ["current_datetime", "calculate", "search_documents"]
+SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+# Inclusive bounds of the numeric settings; tool_timeout must also be above 0. The upper bounds keep a
+# typo from reaching PostgreSQL (a LIMIT beyond bigint) or holding a tool for days.
+RANGES: dict[str, tuple[float, float]] = {
+    "history_limit": (0, 10_000),
+    "top_n": (1, 1_000),
+    "similarity_threshold": (0.0, 1.0),
+    "context_window": (1, 10_000_000),
+    "reply_reserve": (0, 1_000_000),
+    "max_tool_calls": (0, 1_000),
+    "tool_timeout": (0.0, 86_400.0),
+}
 
 # Context windows of well-known model families; anything else falls back to 8192 (DESIGN §2).
 KNOWN_WINDOWS = {
@@ -35,6 +54,61 @@ KNOWN_WINDOWS = {
 
 def _meta(description: str) -> dict[str, str]:
     return {"description": description}
+
+
+class ContextError(ValueError):
+    """A setting of the wrong type or out of range; the message names the field."""
+
+
+def _wrong(name: str, expected: str, value: Any) -> ContextError:
+    hint = f'; write ["{value}"]' if expected.startswith("a list") and isinstance(value, str) else ""
+    return ContextError(
+        f"context field {name!r} must be {expected}, got {value!r} ({type(value).__name__}){hint}"
+    )
+
+
+def check_type(name: str, hint: Any, value: Any) -> None:
+    """Raise unless ``value`` has the declared type; nothing is coerced.
+
+    Values arrive as JSON from any HTTP client, so Python's truthiness and iteration must never decide: a
+    string given for a list of patterns would be read character by character (its lone ``*`` approving every
+    tool) and ``"no"`` would count as true.
+    """
+    origin, args = get_origin(hint), get_args(hint)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return
+        options = [a for a in args if a is not type(None)]
+        for option in options[1:]:
+            try:
+                return check_type(name, option, value)
+            except ContextError:
+                pass
+        return check_type(name, options[0], value)
+    if origin is Literal:
+        if value not in args:
+            choices = ", ".join(map(str, args))
+            raise ContextError(f"context field {name!r} must be one of {choices}, got {value!r}")
+        return
+    if origin in (list, tuple) or hint in (list, tuple):
+        item = args[0] if args else Any
+        if not isinstance(value, (list, tuple)):
+            raise _wrong(name, "a list of strings" if item is str else "a list", value)
+        for i, v in enumerate(value):
+            check_type(f"{name}[{i}]", item, v)
+        return
+    expected, ok = {
+        bool: ("true or false", lambda v: isinstance(v, bool)),
+        int: ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+        float: (
+            "a number",
+            lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+        ),
+        str: ("a string", lambda v: isinstance(v, str)),
+        dict: ("an object", lambda v: isinstance(v, dict)),
+    }.get(origin or hint, ("", lambda v: True))
+    if not ok(value):
+        raise _wrong(name, expected, value)
 
 
 @dataclass(kw_only=True)
@@ -95,6 +169,13 @@ class Context:
             "Tool-name patterns that run without asking; wins over approval_required. MCP: <server>-*."
         ),
     )
+    also_ask: list[str] = field(
+        default_factory=list,
+        metadata=_meta(
+            "Tool-name patterns that ask in this run even when auto-approved: how a run's context asks for "
+            "more approval than its assistant. Set per run, not on an assistant."
+        ),
+    )
     mcp_config: str = field(default="mcp_servers.json", metadata=_meta("Path of the MCP servers file."))
     memories_enabled: bool = field(
         default=True, metadata=_meta("Use and extract long-term memories of the user in this workspace.")
@@ -104,16 +185,27 @@ class Context:
     )
 
     def __post_init__(self) -> None:
-        if self.history_limit < 0:
-            raise ValueError(f"history_limit must be 0 or more, got {self.history_limit}")
-        if self.top_n < 1:
-            raise ValueError(f"top_n must be at least 1, got {self.top_n}")
-        if not 0.0 <= self.similarity_threshold <= 1.0:
-            raise ValueError(f"similarity_threshold must be within 0..1, got {self.similarity_threshold}")
-        if self.max_tool_calls < 0:
-            raise ValueError(f"max_tool_calls must be 0 or more, got {self.max_tool_calls}")
-        if self.chat_mode not in ("automatic", "chat", "query"):
-            raise ValueError(f"chat_mode must be automatic, chat or query, got {self.chat_mode!r}")
+        hints = _hints(type(self))
+        for f in fields(self):
+            check_type(f.name, hints[f.name], getattr(self, f.name))
+        for name, (low, high) in RANGES.items():
+            value = getattr(self, name)
+            if value is not None and not (low <= value <= high and (name != "tool_timeout" or value > 0)):
+                above = "above" if name == "tool_timeout" else "from"
+                raise ContextError(f"context field {name!r} must be {above} {low} up to {high}, got {value}")
+        if not SLUG.fullmatch(self.workspace):
+            raise ContextError(
+                f"context field 'workspace' must be a slug (letters, digits, '.', '_', '-'; up to 64, "
+                f"not starting with a sign), got {self.workspace!r}"
+            )
+        for name in ("user_id", "model"):
+            if not getattr(self, name).strip() or len(getattr(self, name)) > 200:
+                raise ContextError(f"context field {name!r} must be a non-empty string up to 200 characters")
+        if self.reply_reserve >= self.window:
+            raise ContextError(
+                f"context field 'reply_reserve' ({self.reply_reserve}) must be below the window "
+                f"({self.window})"
+            )
 
     @property
     def window(self) -> int:
@@ -135,3 +227,31 @@ class Context:
         if unknown:
             raise ValueError(f"unknown context field(s): {', '.join(unknown)}")
         return cls(**values)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def parse_assignments(items: Iterable[str], schema: type = Context) -> dict[str, Any]:
+    """Read the command line's ``name=value`` settings: JSON values, plain text for text fields.
+
+    Nothing is converted to fit: ``history_limit=abc`` stays a string, so ``Context`` names the field in its
+    error instead of failing later, and a list is written as JSON (``auto_approved='["github-*"]'``).
+    """
+    hints = _hints(schema)
+    values: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ContextError(f"--set expects name=value, got {item!r}")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        if hints.get(name) is str and not isinstance(value, str):
+            value = raw  # a workspace named 2024 is the text "2024"
+        values[name] = value
+    return values

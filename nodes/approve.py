@@ -8,6 +8,7 @@ client that reorders its cards cannot approve the wrong call.
 
 from __future__ import annotations
 
+import os
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -27,11 +28,30 @@ class ResumeError(ValueError):
     """A resume value that does not answer the pending approval request properly."""
 
 
+def always_ask() -> list[str]:
+    """The deployment's floor: tool-name patterns (``ALWAYS_ASK_TOOLS``, comma-separated) that always ask.
+
+    It is read from the environment, which only whoever runs the server sets, so no context, assistant or
+    remembered "always allow" can waive it.
+    """
+    return [p.strip() for p in os.environ.get("ALWAYS_ASK_TOOLS", "").split(",") if p.strip()]
+
+
+def _matches(name: str, patterns: list[str]) -> bool:
+    return any(fnmatchcase(name, p) for p in patterns)
+
+
 def needs_approval(ctx: Context, name: str) -> bool:
-    """The policy: ``auto_approved`` patterns win over ``approval_required`` ones."""
-    if any(fnmatchcase(name, p) for p in ctx.auto_approved):
+    """The policy: ``auto_approved`` wins over ``approval_required``; ``also_ask`` and the floor over both.
+
+    ``also_ask`` is how a run's context adds approval: the server refuses a run's own ``auto_approved`` or
+    ``approval_required`` unless they only tighten (``server/policy.py``), so every layer can only add asks.
+    """
+    if _matches(name, always_ask()) or _matches(name, ctx.also_ask):
+        return True
+    if _matches(name, ctx.auto_approved):
         return False
-    return any(fnmatchcase(name, p) for p in ctx.approval_required)
+    return _matches(name, ctx.approval_required)
 
 
 def _decision_id(toolset: Toolset, name: str) -> str:
@@ -137,6 +157,8 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
             notes.append(
                 decision(_decision_id(toolset, call["name"]), "policy", {call["id"]: "approve"}, why)
             )
+        elif _matches(call["name"], [*always_ask(), *ctx.also_ask]):
+            ask.append(call)  # the floor and the run's own asks: a remembered grant waives neither
         elif await services.records.is_granted(ctx.workspace, ctx.user_id, call["name"]):
             why = f"always allow {call['name']} was chosen"
             notes.append(

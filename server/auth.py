@@ -1,0 +1,222 @@
+"""Who is calling and what they may touch: LangGraph custom authentication with API keys.
+
+``langgraph.json`` names ``auth`` (below) as its ``auth.path``; ``langgraph dev`` and Aegra both load it,
+and it uses ``langgraph_sdk.Auth`` only. Keys are a deployment setting: ``WORKSPACE_AGENT_API_KEYS`` as
+``key1:alice,key2:bob``, and/or a file named by ``WORKSPACE_AGENT_API_KEYS_FILE`` with one ``key:user`` a
+line. A client sends its key as ``x-api-key`` (what ``langgraph_sdk.get_client(api_key=...)`` does) or as
+``Authorization: Bearer <key>``.
+
+Without keys authentication is off, as a local single-user install is: every caller is ``default`` and a
+run's ``user_id`` stays the context's. With keys, the user is the key's: a run's ``user_id`` is set to it,
+and threads and assistants carry an ``owner`` in their metadata that every read, search, run and resume is
+filtered by. The approval rules of ``server/policy.py`` hold either way: a web page open in the user's
+browser reaches a local server too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from langgraph_sdk import Auth
+
+from workspace_agent.graphs.context import ContextError
+from workspace_agent.server.policy import (
+    PolicyError,
+    check_assistant_context,
+    check_command,
+    check_run_settings,
+    run_parts,
+    run_settings,
+)
+
+LOCAL_USER = "default"
+KEYS_ENV = "WORKSPACE_AGENT_API_KEYS"
+KEYS_FILE_ENV = "WORKSPACE_AGENT_API_KEYS_FILE"
+
+auth = Auth()
+Ctx = Auth.types.AuthContext
+Filter = Auth.types.FilterType | None
+
+
+@cache
+def _parse_keys(text: str, file: str, mtime: float) -> dict[bytes, str]:
+    lines = [*text.split(","), *(Path(file).read_text().splitlines() if file else [])]
+    keys: dict[bytes, str] = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, user = line.rpartition(":")
+        if not sep or not key.strip() or not user.strip():
+            raise ValueError(f"{KEYS_ENV}/{KEYS_FILE_ENV}: expected key:user, got an entry without both")
+        keys[hashlib.sha256(key.strip().encode()).digest()] = user.strip()
+    return keys
+
+
+def api_keys() -> dict[bytes, str]:
+    """The configured keys, by the SHA-256 of each key; empty means authentication is off."""
+    file = os.environ.get(KEYS_FILE_ENV, "")
+    mtime = Path(file).stat().st_mtime if file else 0.0
+    return _parse_keys(os.environ.get(KEYS_ENV, ""), file, mtime)
+
+
+def _header(headers: dict[Any, Any] | None, name: str) -> str | None:
+    for key, value in (headers or {}).items():
+        key = key.decode() if isinstance(key, bytes) else key
+        if key.lower() == name:
+            return value.decode() if isinstance(value, bytes) else value
+    return None
+
+
+@auth.authenticate
+async def authenticate(headers: dict[Any, Any] | None = None) -> Auth.types.MinimalUserDict:
+    """The key's user; everyone is the local user while no keys are configured."""
+    keys = api_keys()
+    if not keys:
+        return {"identity": LOCAL_USER}
+    given = _header(headers, "x-api-key")
+    bearer = _header(headers, "authorization") or ""
+    if not given and bearer.lower().startswith("bearer "):
+        given = bearer[7:].strip()
+    if given:
+        digest = hashlib.sha256(given.encode()).digest()
+        for known, user in keys.items():
+            if hmac.compare_digest(known, digest):
+                return {"identity": user}
+    raise Auth.exceptions.HTTPException(status_code=401, detail="a valid API key is required (x-api-key)")
+
+
+def _owner(ctx: Ctx) -> str | None:
+    """The authenticated user when authentication is on, else ``None`` (no ownership to enforce)."""
+    return ctx.user.identity if api_keys() else None
+
+
+def _refuse(exc: Exception) -> Auth.exceptions.HTTPException:
+    status = 422 if isinstance(exc, ContextError) else 403
+    return Auth.exceptions.HTTPException(status_code=status, detail=str(exc))
+
+
+def _stamp(value: dict[str, Any], owner: str) -> None:
+    metadata = value.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = value["metadata"] = {}
+    metadata["owner"] = owner
+
+
+def _admit_run(parts: dict[str, Any], owner: str | None) -> None:
+    """Apply the run rules to a run's (or a cron's) parts, then make the caller its user."""
+    try:
+        for settings in run_settings(parts):
+            check_run_settings(settings, owner)
+        check_command(parts.get("command"))
+    except PolicyError as exc:
+        raise _refuse(exc) from None
+    if owner is not None:
+        context = parts.get("context") or dict((parts.get("config") or {}).get("configurable") or {})
+        parts["context"] = {**context, "user_id": owner}
+
+
+@auth.on.threads.create_run
+async def on_run(ctx: Ctx, value: dict[str, Any]) -> Filter:
+    """A run or a resume: its settings may tighten approval only, and its user is the caller."""
+    owner = _owner(ctx)
+    _admit_run(run_parts(value), owner)
+    if owner is None:
+        return None
+    _stamp(value, owner)  # a thread this run creates is the caller's
+    return {"owner": owner}
+
+
+@auth.on.threads.update
+async def on_thread_update(ctx: Ctx, value: dict[str, Any]) -> Filter:
+    """Metadata and cancelling are the owner's; a state write (only a thread id) is nobody's.
+
+    A state written ``as_node="approve"`` would put calls in ``approved`` that no person approved.
+    """
+    if set(value) <= {"thread_id"}:
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail="thread state is written by the graph only; answer an approval with Command(resume=...)",
+        )
+    owner = _owner(ctx)
+    return {"owner": owner} if owner else None
+
+
+@auth.on.threads.create
+async def on_thread_create(ctx: Ctx, value: dict[str, Any]) -> Filter:
+    """A new thread is its creator's."""
+    owner = _owner(ctx)
+    if owner is None:
+        return None
+    _stamp(value, owner)
+    return {"owner": owner}
+
+
+@auth.on.threads.read
+@auth.on.threads.delete
+@auth.on.threads.search
+async def on_thread_access(ctx: Ctx, value: dict[str, Any]) -> Filter:
+    """Reading (state, history, runs), deleting and searching: one's own threads only."""
+    owner = _owner(ctx)
+    return {"owner": owner} if owner else None
+
+
+@auth.on.assistants.create
+@auth.on.assistants.update
+async def on_assistant_write(ctx: Ctx, value: dict[str, Any]) -> Filter:
+    """A workspace's settings: well-typed, the owner's, and never a run's own ``also_ask``."""
+    owner = _owner(ctx)
+    try:
+        check_assistant_context(value.get("context"), value.get("graph_id"), owner)
+        check_assistant_context((value.get("config") or {}).get("configurable"), value.get("graph_id"), owner)
+    except (PolicyError, ContextError) as exc:
+        raise _refuse(exc) from None
+    if owner is None:
+        return None
+    if ctx.action == "create":
+        _stamp(value, owner)
+    return {"owner": owner}
+
+
+@auth.on.assistants.read
+@auth.on.assistants.search
+async def on_assistant_read(ctx: Ctx, value: dict[str, Any]) -> Filter:
+    """One's own assistants and the server's built-in one per graph."""
+    owner = _owner(ctx)
+    return {"$or": [{"owner": owner}, {"created_by": "system"}]} if owner else None
+
+
+@auth.on.assistants.delete
+async def on_assistant_delete(ctx: Ctx, value: dict[str, Any]) -> Filter:
+    """An assistant is deleted by its owner only."""
+    owner = _owner(ctx)
+    return {"owner": owner} if owner else None
+
+
+@auth.on.store
+async def on_store(ctx: Ctx, value: dict[str, Any]) -> None:
+    """The server's store API: each user within their own namespace."""
+    owner = _owner(ctx)
+    if owner is None:
+        return
+    namespace = tuple(value.get("namespace") or ())
+    if namespace[:1] != (owner,):
+        value["namespace"] = (owner, *namespace)
+
+
+@auth.on
+async def on_anything_else(ctx: Ctx, value: dict[str, Any]) -> Filter:
+    """Crons and whatever else the server adds: the owner's only, and a cron runs under the run rules."""
+    owner = _owner(ctx)
+    if isinstance(value.get("payload"), dict):
+        _admit_run(value["payload"], owner)
+    if owner is None:
+        return None
+    if ctx.action == "create":
+        _stamp(value, owner)
+    return {"owner": owner}

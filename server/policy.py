@@ -1,0 +1,104 @@
+"""What a client may ask of a served graph: the layers of DESIGN §2 "Who sets what", checked on arrival.
+
+The server merges a run's context over its assistant's key by key, the run winning, and the graph only sees
+the result. So a run that sent its own ``auto_approved`` would replace the workspace's, and nothing after the
+merge could tell. The rules are therefore applied where the run's own values are still visible: in the auth
+handler of ``threads.create_run`` (``server/auth.py``), the same under ``langgraph dev`` and Aegra.
+
+- The approval policy (``auto_approved``, ``approval_required``) is the workspace's, set on its assistant.
+  A run may only send values that tighten whatever the assistant says (``auto_approved: []``, or an
+  ``approval_required`` holding ``"*"``); it adds approval with ``also_ask``, which an assistant may not set,
+  so no run can clear it either.
+- A run resumes an approval with ``Command(resume=...)`` only: ``goto`` and ``update`` would hand
+  ``execute_tool`` a call no one approved. Thread state is written by the graph's nodes only, for the same
+  reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from workspace_agent.graphs.context import Context, ContextError, check_type
+
+RUN_ONLY = "also_ask"
+
+
+class PolicyError(PermissionError):
+    """A request that would loosen approval, act for another user or write what only the graph writes."""
+
+
+def run_parts(value: dict[str, Any]) -> dict[str, Any]:
+    """The dict holding a run's ``context``, ``config`` and ``command``.
+
+    ``langgraph dev`` hands the handler ``{"kwargs": {...}}``; Aegra hands it the request's fields at the top
+    level. Either way the returned dict is the one the server reads after the handler.
+    """
+    kwargs = value.get("kwargs")
+    return kwargs if isinstance(kwargs, dict) else value
+
+
+def run_settings(parts: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Every place a run's settings can come from: its context and, when that is empty, its configurable."""
+    context = parts.get("context") or {}
+    configurable = (parts.get("config") or {}).get("configurable") or {}
+    return [m for m in (context, configurable) if isinstance(m, Mapping)]
+
+
+def check_run_settings(values: Mapping[str, Any], user: str | None) -> None:
+    """Refuse a run's settings that would loosen approval or name another user.
+
+    Args:
+        values: The run's own context (or configurable), before the server merges the assistant's.
+        user: The authenticated user, or ``None`` when authentication is off.
+    """
+    for name in ("auto_approved", "approval_required", RUN_ONLY):
+        if name in values:
+            try:
+                check_type(name, list[str], values[name])
+            except ContextError as exc:
+                raise PolicyError(str(exc)) from None
+    if values.get("auto_approved", []) != []:
+        raise PolicyError(
+            "a run cannot set auto_approved: it is the workspace's setting, made on its assistant by its "
+            "owner. A run asks for more approval with also_ask (tool-name patterns) or auto_approved: []."
+        )
+    if "approval_required" in values and "*" not in values["approval_required"]:
+        raise PolicyError(
+            "a run cannot narrow approval_required: it is the workspace's setting, made on its assistant. "
+            'A run asks for more approval with also_ask, or approval_required: ["*"].'
+        )
+    claimed = values.get("user_id")
+    if user is not None and claimed is not None and claimed != user:
+        raise PolicyError(f"user_id is the authenticated user ({user!r}); a run cannot act as {claimed!r}")
+
+
+def check_command(command: Any) -> None:
+    """A run may resume a pending approval, never steer the graph past it."""
+    if isinstance(command, Mapping) and (command.get("goto") or command.get("update") is not None):
+        raise PolicyError(
+            "a run's command may only resume (Command(resume=...)): goto and update would run tool calls "
+            "that no one approved"
+        )
+
+
+def check_assistant_context(values: Mapping[str, Any] | None, graph_id: str | None, user: str | None) -> None:
+    """Refuse an assistant's context that is ill-typed, claims another user or sets a run's field.
+
+    Raises:
+        ContextError: A setting of the wrong type or out of range (the agent graph's fields).
+        PolicyError: ``also_ask`` (a run could clear it) or a ``user_id`` other than the owner's.
+    """
+    values = values or {}
+    if RUN_ONLY in values:
+        raise PolicyError(
+            "also_ask is a run's setting; an assistant sets its approval with approval_required and "
+            "auto_approved"
+        )
+    claimed = values.get("user_id")
+    if user is not None and claimed is not None and claimed != user:
+        raise PolicyError(
+            f"user_id is the authenticated user ({user!r}); an assistant cannot name {claimed!r}"
+        )
+    if graph_id == "agent":
+        Context.from_mapping(dict(values))
