@@ -34,6 +34,11 @@ SCHEMA = [
         memory_processed_at TIMESTAMPTZ
     )""",
     "CREATE INDEX IF NOT EXISTS chat_log_thread ON chat_log (workspace, user_id, thread_id, id DESC)",
+    # A turn is its user message and its answer: finish run twice (a crash after the insert, before the
+    # checkpoint) finds its row already there. Rows written before these columns existed keep NULLs.
+    "ALTER TABLE chat_log ADD COLUMN IF NOT EXISTS message_id TEXT",
+    "ALTER TABLE chat_log ADD COLUMN IF NOT EXISTS answer_id TEXT",
+    "CREATE UNIQUE INDEX IF NOT EXISTS chat_log_turn ON chat_log (thread_id, message_id, answer_id)",
     """CREATE TABLE IF NOT EXISTS approval_grants (
         workspace TEXT NOT NULL, user_id TEXT NOT NULL, tool TEXT NOT NULL,
         granted_at TIMESTAMPTZ NOT NULL DEFAULT now(),
@@ -59,6 +64,8 @@ class Exchange:
     stop_reason: str
     sources: list[dict[str, Any]] = field(default_factory=list)
     include: bool = True
+    message_id: str | None = None
+    answer_id: str | None = None
     id: int | None = None
     created_at: datetime | None = None
     memory_processed_at: datetime | None = None
@@ -68,7 +75,7 @@ class Records(Protocol):
     """What the agent graph reads and writes besides its checkpoints."""
 
     async def log_exchange(self, exchange: Exchange) -> int:
-        """Store a finished turn; returns its id."""
+        """Store a finished turn once; returns its id (the first row's, when the turn was logged before)."""
         ...
 
     async def recent_exchanges(
@@ -110,7 +117,9 @@ class PostgresRecords:
         async with self._conn() as conn:
             cur = await conn.execute(
                 "INSERT INTO chat_log (workspace, user_id, thread_id, prompt, response, sources, route,"
-                " stop_reason, include) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                " stop_reason, include, message_id, answer_id)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (thread_id, message_id, answer_id) DO NOTHING RETURNING id",
                 (
                     exchange.workspace,
                     exchange.user_id,
@@ -121,9 +130,17 @@ class PostgresRecords:
                     exchange.route,
                     exchange.stop_reason,
                     exchange.include,
+                    exchange.message_id,
+                    exchange.answer_id,
                 ),
             )
             row = await cur.fetchone()
+            if row is None:  # logged before: this is finish run again after a crash
+                cur = await conn.execute(
+                    "SELECT id FROM chat_log WHERE thread_id = %s AND message_id = %s AND answer_id = %s",
+                    (exchange.thread_id, exchange.message_id, exchange.answer_id),
+                )
+                row = await cur.fetchone()
             return int(row["id"])  # type: ignore[index]
 
     async def recent_exchanges(  # noqa: D102
@@ -183,6 +200,10 @@ class MemoryRecords:
     saved_notes: list[tuple[str, str, str]] = field(default_factory=list)
 
     async def log_exchange(self, exchange: Exchange) -> int:  # noqa: D102
+        key = (exchange.thread_id, exchange.message_id, exchange.answer_id)
+        known = [e for e in self.exchanges if (e.thread_id, e.message_id, e.answer_id) == key]
+        if exchange.message_id is not None and known:
+            return known[0].id or 0
         exchange.id = len(self.exchanges) + 1
         exchange.created_at = datetime.now(UTC)
         self.exchanges.append(exchange)

@@ -1,8 +1,10 @@
-"""The state of one agent turn.
+"""The state of one agent thread, turn by turn.
 
-State is bounded on purpose: ``messages`` holds the running turn only (the new user message, the model's
-replies and the tool results of this turn). Earlier turns live in the chat log and come back through
-``load_history``, so the cost of a turn, in time and in checkpoint bytes, does not grow with the thread.
+``messages`` is what a client shows and what the model is given: the newest ``history_limit`` earlier
+exchanges (each the user message as typed and its final answer), then the running turn in full. ``route``
+folds the previous turn in at the start of each turn, so state stays bounded and the cost of a turn, in
+time and in checkpoint bytes, does not grow with the thread. A fork from an earlier checkpoint carries the
+conversation as it was there. Earlier turns' tool calls and decisions stay in the checkpoint history.
 """
 
 from __future__ import annotations
@@ -42,13 +44,13 @@ class OutputState(TypedDict, total=False):
     sources: Annotated[list[dict[str, Any]], operator.add]
     stop_reason: StopReason | None
     decisions: Annotated[list[Decision], operator.add]
+    uploads: list[dict[str, Any]]
 
 
 class AgentState(OutputState, total=False):
-    """The whole working state of a turn; only the running turn is kept."""
+    """The whole working state of a turn: the bounded conversation and the running turn's working parts."""
 
     query_only: bool
-    history: list[dict[str, str]]
     context: list[str]
     memories: list[str]
     plan: dict[str, Any]

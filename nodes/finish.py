@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from workspace_agent.checkpoints.chatlog import Exchange
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, decision
+from workspace_agent.nodes.history import EXCLUDED, prompt_text, turn_start
 from workspace_agent.providers.tokens import message_text
 from workspace_agent.skills.toolset import Services
 
@@ -21,11 +22,13 @@ async def finish(
     """Settle ``stop_reason`` and log the exchange; a refusal is logged with include = false.
 
     ``TERMINATE`` is AnythingLLM's exact, case-sensitive end-of-session reply. The chat log row is the
-    durable record of the turn: later turns read their history from it, and the memory job reads it.
+    durable record the memory job reads (the model's history is the thread's state). It is keyed by the
+    turn's user message and answer, so finish run again after a crash — the row written, the checkpoint
+    not — leaves one row, not two. A refusal stays in the thread but is marked as never given back.
     """
     ctx = runtime.context
-    messages = state["messages"]
-    answer = next((m for m in reversed(messages) if isinstance(m, AIMessage)), AIMessage(""))
+    turn = state["messages"][turn_start(state["messages"]) :]
+    answer = next((m for m in reversed(turn) if isinstance(m, AIMessage)), AIMessage(""))
     text = message_text(answer)
     stop = state.get("stop_reason")
     if stop is None:
@@ -37,19 +40,25 @@ async def finish(
         "max_tool_calls": "the tool-call budget was spent; the model answered without tools",
         "refused": "query mode without document context",
     }[stop]
-    prompt = next((message_text(m) for m in messages if isinstance(m, HumanMessage)), "")
+    user = turn[0] if turn and isinstance(turn[0], HumanMessage) else HumanMessage("")
     thread_id = str((config.get("configurable") or {}).get("thread_id", ""))
     await services.records.log_exchange(
         Exchange(
             workspace=ctx.workspace,
             user_id=ctx.user_id,
             thread_id=thread_id,
-            prompt=prompt,
+            prompt=prompt_text(user),
             response=text,
             route=state.get("route") or "chat",
             stop_reason=stop,
             sources=state.get("sources") or [],
             include=stop != "refused",
+            message_id=user.id or "",
+            answer_id=answer.id or "",
         )
     )
-    return {"stop_reason": stop, "plan": {}, "decisions": [decision("G1", "code", stop, why)]}
+    out = {"stop_reason": stop, "plan": {}, "decisions": [decision("G1", "code", stop, why)]}
+    if stop == "refused" and answer.id:
+        metadata = {**answer.response_metadata, EXCLUDED: True}
+        out["messages"] = [answer.model_copy(update={"response_metadata": metadata})]
+    return out

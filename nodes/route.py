@@ -1,34 +1,59 @@
-"""A3 — chat or agent? Also where a new turn starts: the previous turn's working state is cleared."""
+"""A3 — chat or agent? Also where a new turn starts: the previous turn is folded into the conversation."""
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, Decision, decision
+from workspace_agent.nodes.history import AGENT_PREFIX, attachments, fold, turn_start
 from workspace_agent.providers.tokens import message_text
 from workspace_agent.skills.toolset import Services
 
-AGENT_PREFIX = "@agent"
 MAX_MESSAGE_CHARS = 1_000_000
 EXECUTED_PREFIX = "wa-tool-"
 
 
 class InvalidMessage(ValueError):
-    """The new message cannot start a turn (empty, too large, or not from the user)."""
+    """The new message cannot start a turn (empty, too large, not from the user, or not storable)."""
+
+
+def _unstorable(value: Any, where: str = "the message") -> str | None:
+    """Why a message cannot be stored, if it cannot: PostgreSQL text holds no NUL and no lone surrogate.
+
+    Checked before anything runs, so a turn is never refused by the database after the model answered
+    and its tools ran.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"{where} contains a NUL character (\\x00), which cannot be stored; remove it and resend"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = f"U+{ord(value[exc.start]):04X}"
+            return f"{where} contains a lone surrogate ({bad}), which is not valid text; remove it and resend"
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return next((why for _, v in items if (why := _unstorable(v, where))), None)
 
 
 def _abandoned(earlier: list) -> list[Decision]:
-    """Calls of the previous turn still waiting for approval when the person sent a new message instead."""
+    """Calls of the previous turn still waiting for approval when the person sent a new message instead.
+
+    Only a turn that stopped at its approval has such calls: one that went on to an answer settled every
+    call (run, rejected or answered as not run).
+    """
+    previous = earlier[turn_start(earlier) :]
     ran = {
         m.tool_call_id
-        for m in earlier
+        for m in previous
         if isinstance(m, ToolMessage) and (m.id or "").startswith(EXECUTED_PREFIX)
     }
-    asked = next((m for m in reversed(earlier) if isinstance(m, AIMessage) and m.tool_calls), None)
+    asked = next((m for m in reversed(previous) if isinstance(m, AIMessage)), None)
     pending = [c for c in (asked.tool_calls if asked else []) if c["id"] not in ran]
     if not pending:
         return []
@@ -45,9 +70,11 @@ def _abandoned(earlier: list) -> list[Decision]:
 async def route(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
     """Pick plain chat or the tool-using agent for this turn, the way AnythingLLM does.
 
-    ``@agent`` at the very start always means agent (the prefix is stripped before the model sees it). In
-    automatic mode a model that calls tools natively gets the agent when its tools could be set up. Anything
-    else is plain chat; query mode is plain chat that answers only from documents.
+    ``@agent`` at the very start always means agent (the model never sees the prefix; the thread keeps it
+    where it was typed). In automatic mode a model that calls tools natively gets the agent when its tools
+    could be set up. Anything else is plain chat; query mode is plain chat that answers only from documents.
+    The previous turn is folded into the conversation here: its user message and final answer stay, with
+    the newest ``history_limit`` exchanges before it, so the thread shows what the model is given.
     """
     ctx = runtime.context
     messages = state["messages"]
@@ -55,13 +82,14 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
     if not isinstance(new, HumanMessage):
         raise InvalidMessage("a turn starts with a user message: send {'role': 'user', 'content': '...'}")
     text = message_text(new)
-    if not text.strip():
+    if not text.strip() and not attachments(new):
         raise InvalidMessage("the message is empty")
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidMessage(f"the message has {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}")
+    if problem := _unstorable(new.content):
+        raise InvalidMessage(problem)
 
     if text.startswith(AGENT_PREFIX):
-        text = text[len(AGENT_PREFIX) :].strip() or "Hello!"
         chosen, why = "agent", "the message starts with @agent"
     elif ctx.chat_mode != "automatic":
         chosen, why = "chat", f"chat_mode is {ctx.chat_mode} and the message does not start with @agent"
@@ -80,14 +108,14 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
                 f"automatic mode, but no tool could be set up: {'; '.join(toolset.problems)}",
             )
     query_only = chosen == "chat" and ctx.chat_mode == "query"
-    turn = HumanMessage(content=text, id=new.id)
     return {
-        "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), turn],
+        "messages": Overwrite([*fold(messages[:-1], ctx.history_limit), new]),
         "route": chosen,
         "query_only": query_only,
         "decisions": Overwrite([*_abandoned(messages[:-1]), decision("A3", "code", chosen, why)]),
         "tool_calls_made": Overwrite(0),
         "sources": Overwrite([]),
+        "uploads": [],
         "context": [],
         "approved": [],
         "plan": {},

@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, decision
+from workspace_agent.nodes.history import conversation, prompt_text
 from workspace_agent.providers.tokens import count, count_messages, cut_middle, ensure_tokenizer, message_text
 
 SYSTEM_SHARE, HISTORY_SHARE, USER_SHARE, USER_ALONE_SHARE = 0.15, 0.15, 0.70, 0.80
@@ -98,12 +99,18 @@ def _fit_exchange(exchange: list[BaseMessage], budget: int) -> dict[str, str]:
     }
 
 
-def assemble(plan: dict, turn: list[BaseMessage], history: list[dict[str, str]]) -> list[BaseMessage]:
+def assemble(
+    plan: dict, turn: list[BaseMessage], history: list[dict[str, str]] | None = None
+) -> list[BaseMessage]:
     """The model request a trim plan describes.
 
     The plan names what is kept by reference and carries only text that was cut, so the checkpoint of every
     model call does not store the whole prompt again — the history and the turn are in state already.
+    Given the thread's whole ``messages`` and no (or an empty) ``history``, the history is read from those
+    messages; for a running turn alone that is the same empty history.
     """
+    if not history:
+        history, turn = conversation(turn, plan.get("history_limit"))
     out: list[BaseMessage] = [SystemMessage(plan["system"])] if plan.get("system") is not None else []
     for entry in plan.get("history", []):
         prompt, response = (
@@ -111,7 +118,7 @@ def assemble(plan: dict, turn: list[BaseMessage], history: list[dict[str, str]])
         )
         out += [HumanMessage(prompt), AIMessage(response)]
     user, exchange = turn[0], turn[1:]
-    out.append(HumanMessage(plan["user"], id=user.id) if plan.get("user") is not None else user)
+    out.append(HumanMessage(plan["user"] if plan.get("user") is not None else prompt_text(user), id=user.id))
     cuts = plan.get("tools", {})
     for m in exchange:
         if isinstance(m, ToolMessage) and m.tool_call_id in cuts:
@@ -135,7 +142,7 @@ def build_prompt(
     if tokens <= avail:
         return plan, {"cut": False, "tokens": tokens}
     user, exchange = turn[0], turn[1:]
-    user_text = message_text(user)
+    user_text = prompt_text(user)
     if count(user_text) > window * USER_SHARE:
         # The message alone is most of the window: send it (and this turn's tool exchange) without the rest.
         exchange_budget = min(count_messages(exchange) - 5, avail // 2) if exchange else 0
@@ -186,13 +193,11 @@ async def trim(state: AgentState, runtime: Runtime[Context]) -> dict:
         return {}
     await ensure_tokenizer()
     ctx = runtime.context
+    history, turn = conversation(state["messages"], ctx.history_limit)
     plan, summary = build_prompt(
-        ctx,
-        state["messages"],
-        state.get("history") or [],
-        state.get("memories") or [],
-        state.get("context") or [],
+        ctx, turn, history, state.get("memories") or [], state.get("context") or []
     )
+    plan["history_limit"] = ctx.history_limit
     why = (
         f"{summary['tokens']} tokens fit the window of {ctx.window}, {ctx.reply_reserve} kept for the reply"
         if not summary["cut"]

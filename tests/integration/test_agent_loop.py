@@ -348,13 +348,18 @@ async def test_a_new_message_while_approval_is_pending_abandons_the_calls(
     assert not any(isinstance(m, ToolMessage) for m in out["messages"])
 
 
-async def test_state_holds_only_the_running_turn(llm, saver, workspace, thread):
+async def test_state_holds_the_newest_history_limit_exchanges_then_the_running_turn(
+    llm, saver, workspace, thread
+):
     graph = build_graph(checkpointer=saver)
-    for i in range(3):
+    for i in range(4):
         llm.push(text_reply(f"answer {i}"))
-        out = await graph.ainvoke(user_message(f"question {i}"), thread, context=ctx(workspace))
-    assert [m.content for m in out["messages"]] == ["question 2", "answer 2"]
-    assert roles(llm.requests[-1]) == ["system", "user", "assistant", "user", "assistant", "user"]
+        out = await graph.ainvoke(
+            user_message(f"question {i}"), thread, context=ctx(workspace, history_limit=2)
+        )
+    shown = [m.content for m in out["messages"]]
+    assert shown == ["question 1", "answer 1", "question 2", "answer 2", "question 3", "answer 3"]
+    assert [m["content"] for m in llm.requests[-1]["messages"][1:]] == shown[:-1]
 
 
 async def test_messages_stream_token_by_token(llm, saver, workspace, thread):

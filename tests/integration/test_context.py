@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 from psycopg.rows import dict_row
 
 from tests.support.helpers import decisions_of, roles, user_message
 from tests.support.tools import make_test_tools
-from workspace_agent.checkpoints.chatlog import Exchange, PostgresRecords
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import QUERY_REFUSAL, Context
 from workspace_agent.providers.scripted import text_reply, tool_reply
@@ -28,20 +28,11 @@ def request_tokens(request: dict) -> int:
     return total
 
 
-async def seed(database_url: str, workspace: str, thread: dict, n: int, pad: str = "") -> None:
-    records = PostgresRecords(database_url)
-    for i in range(n):
-        await records.log_exchange(
-            Exchange(
-                workspace=workspace,
-                user_id="default",
-                thread_id=thread["configurable"]["thread_id"],
-                prompt=f"question {i}{pad}",
-                response=f"answer {i}{pad}",
-                route="chat",
-                stop_reason="answered",
-            )
-        )
+async def seed(saver, thread: dict, n: int, pad: str = "") -> None:
+    """Earlier exchanges in the thread's state, where history is read from (as if n turns had run)."""
+    pairs = [(HumanMessage(f"question {i}{pad}"), AIMessage(f"answer {i}{pad}")) for i in range(n)]
+    earlier = [m for pair in pairs for m in pair]
+    await build_graph(checkpointer=saver).aupdate_state(thread, {"messages": earlier}, as_node="finish")
 
 
 def history_of(request: dict) -> list[str]:
@@ -52,7 +43,7 @@ def history_of(request: dict) -> list[str]:
 async def test_history_limit_holds_in_chat_and_agent_mode(
     llm, saver, database_url, workspace, thread, message
 ):
-    await seed(database_url, workspace, thread, 10)
+    await seed(saver, thread, 10)
     graph = build_graph(checkpointer=saver)
     llm.push(text_reply("fine"))
     out = await graph.ainvoke(
@@ -73,7 +64,7 @@ async def test_history_limit_holds_in_chat_and_agent_mode(
 
 @pytest.mark.parametrize("chat_mode", ["chat", "automatic"])
 async def test_history_limit_zero_means_none(llm, saver, database_url, workspace, thread, chat_mode):
-    await seed(database_url, workspace, thread, 4)
+    await seed(saver, thread, 4)
     graph = build_graph(checkpointer=saver)
     llm.push(text_reply("fine"))
     await graph.ainvoke(
@@ -86,7 +77,7 @@ async def test_history_is_never_reversed_when_trimmed(llm, saver, database_url, 
     # AnythingLLM keeps the *oldest* exchanges when its compressor runs after a short retrieval; we keep the
     # newest, in order. A small window forces the history share to bind.
     pad = " and more" * 20
-    await seed(database_url, workspace, thread, 10, pad)
+    await seed(saver, thread, 10, pad)
     graph = build_graph(checkpointer=saver)
     llm.push(text_reply("fine"))
     out = await graph.ainvoke(
@@ -104,7 +95,7 @@ async def test_history_is_never_reversed_when_trimmed(llm, saver, database_url, 
 async def test_a_user_message_larger_than_the_window_is_sent_alone(
     llm, saver, database_url, workspace, thread
 ):
-    await seed(database_url, workspace, thread, 3)
+    await seed(saver, thread, 3)
     graph = build_graph(checkpointer=saver)
     llm.push(text_reply("fine"))
     window = 2000
@@ -141,7 +132,7 @@ async def test_an_over_share_system_prompt_is_cut_in_the_middle_and_fits(llm, sa
 
 
 async def test_everything_fitting_is_left_untouched(llm, saver, database_url, workspace, thread):
-    await seed(database_url, workspace, thread, 2)
+    await seed(saver, thread, 2)
     graph = build_graph(checkpointer=saver)
     llm.push(text_reply("fine"))
     out = await graph.ainvoke(
@@ -154,7 +145,7 @@ async def test_everything_fitting_is_left_untouched(llm, saver, database_url, wo
 async def test_agent_tool_results_larger_than_the_window_are_cut_but_kept_with_their_calls(
     llm, saver, database_url, workspace, thread
 ):
-    await seed(database_url, workspace, thread, 5)
+    await seed(saver, thread, 5)
     graph = build_graph(checkpointer=saver, tools=make_test_tools())
     window = 3000
     big = [("repeat", {"word": f"w{i}", "times": 2500}) for i in range(3)]
