@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--yes", action="store_true", help="approve every tool call without asking")
     ask.add_argument("--json", action="store_true", help="print the whole turn as JSON")
     mcp = sub.add_parser("mcp", help="list MCP servers, their status and tools")
-    mcp.add_argument("--config", default="mcp_servers.json")
+    mcp.add_argument("--config", help="servers file (default: $MCP_CONFIG, else mcp_servers.json)")
     db = sub.add_parser("db", help="the embedded PostgreSQL")
     db.add_argument("action", choices=["url", "stop"])
     ingest = sub.add_parser("ingest", help="add files or folders to the workspace (txt, md, html, pdf, docx)")

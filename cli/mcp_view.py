@@ -31,12 +31,13 @@ def _tools(server: ServerStatus) -> str:
     return "\n".join(lines)
 
 
-def show_mcp(config_path: str, console: Console) -> int:
+def show_mcp(config_path: str | None, console: Console) -> int:
     """Render the configured MCP servers, their status and their tools; 1 when anything went wrong.
 
-    A missing file is not an error: it is how a workspace without MCP servers is configured.
+    ``config_path`` ``None`` shows the deployment's file (``MCP_CONFIG``). A missing file is not an error:
+    it is how a deployment without MCP servers is configured.
     """
-    result = load_mcp_sync(config_path)
+    result = load_mcp_sync(config=config_path)
     if not result.found:
         console.print(f"No MCP servers file at {escape(str(result.path))}: no MCP tools are offered.")
         return 0

@@ -176,7 +176,13 @@ class Context:
             "more approval than its assistant. Set per run, not on an assistant."
         ),
     )
-    mcp_config: str = field(default="mcp_servers.json", metadata=_meta("Path of the MCP servers file."))
+    mcp_servers: list[str] | None = field(
+        default=None,
+        metadata=_meta(
+            "Which of the deployment's MCP servers (its MCP_CONFIG file) this workspace uses, by name; "
+            "empty = all of them, [] = none."
+        ),
+    )
     memories_enabled: bool = field(
         default=True, metadata=_meta("Use and extract long-term memories of the user in this workspace.")
     )

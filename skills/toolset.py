@@ -64,7 +64,7 @@ class Services:
         is cheap after the first call (sessions are held, the servers file is re-read only when it changes),
         which matters because several nodes of every turn ask.
         """
-        mcp = await load_mcp(context.mcp_config, call_timeout=context.tool_timeout)
+        mcp = await load_mcp(context.mcp_servers, call_timeout=context.tool_timeout)
         tools: dict[str, BaseTool] = {}
         problems: list[str] = list(mcp.problems)
         for tool in [

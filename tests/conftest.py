@@ -89,11 +89,18 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def dev_server(database_url, llm_server, tmp_path_factory) -> Iterator[str]:
+def dev_mcp_config(tmp_path_factory) -> Path:
+    """The dev server's MCP servers file (its ``MCP_CONFIG``): absent until a test writes it."""
+    return tmp_path_factory.mktemp("dev-mcp") / "mcp_servers.json"
+
+
+@pytest.fixture(scope="session")
+def dev_server(database_url, llm_server, tmp_path_factory, dev_mcp_config) -> Iterator[str]:
     """``langgraph dev`` on a free port, persisting to the test PostgreSQL, talking to the scripted model."""
     log = tmp_path_factory.mktemp("dev") / "dev.log"
     env = {
         **os.environ,
+        "MCP_CONFIG": str(dev_mcp_config),
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",
         "DATABASE_URL": database_url,

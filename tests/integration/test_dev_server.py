@@ -12,7 +12,7 @@ async def test_studio_sees_the_context_fields_with_descriptions(dev_server):
     assistant = (await client.assistants.search(graph_id="agent"))[0]
     schemas = await client.assistants.get_schemas(assistant["assistant_id"])
     fields = schemas["context_schema"]["properties"]
-    assert {"workspace", "history_limit", "approval_required", "auto_approved", "mcp_config"} <= set(fields)
+    assert {"workspace", "history_limit", "approval_required", "auto_approved", "mcp_servers"} <= set(fields)
     assert all(f.get("description") for f in fields.values())
     assert "messages" in schemas["input_schema"]["properties"]
     assert {"route", "sources", "stop_reason", "decisions"} <= set(schemas["output_schema"]["properties"])
