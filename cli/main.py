@@ -1,31 +1,20 @@
-"""The ``workspace-agent`` command: chat in a terminal, ask once from a script, inspect MCP servers.
+"""The ``workspace-agent`` command: chat in a terminal, ask once from a script, manage what it runs on.
 
-A thin shell over the agent graph: it picks the model endpoint, opens the PostgreSQL saver, streams tokens,
-and turns the graph's approval interrupt into a question at the terminal with the card's content.
+This module is the command line itself — arguments, the workspace context they make, and which command
+runs; the conversation is ``chat``, documents ``documents``, memories ``memories``. The model, local or
+hosted, is the same one every other entry point uses (``providers.endpoint``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import uuid
-from contextlib import AsyncExitStack
 from typing import Any
 
-from langgraph.types import Command
-from rich.console import Console
-from rich.panel import Panel
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
-from rich.prompt import Prompt
-from rich.table import Table
-
 from workspace_agent.checkpoints.db import run
+from workspace_agent.cli.chat import console, err, prepare_endpoint, session
 from workspace_agent.graphs.context import Context, parse_assignments
-
-console = Console()
-err = Console(stderr=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--config", help="servers file (default: $MCP_CONFIG, else mcp_servers.json)")
     db = sub.add_parser("db", help="the embedded PostgreSQL")
     db.add_argument("action", choices=["url", "stop"])
+    model = sub.add_parser("model", help="the embedded local model's server, shared by every process")
+    model.add_argument("action", choices=["status", "stop"])
     ingest = sub.add_parser("ingest", help="add files or folders to the workspace (txt, md, html, pdf, docx)")
     ingest.add_argument("paths", nargs="+")
     ingest.add_argument("--chunk-size", type=int, default=1000)
@@ -107,196 +98,38 @@ def _memory(args: argparse.Namespace) -> int:
     return memories.delete_command(console, args.memory_id)
 
 
-def _context(args: argparse.Namespace, native: bool, window: int | None = None) -> Context:
-    values: dict[str, Any] = {
-        "workspace": args.workspace,
-        "user_id": args.user,
-        "native_tool_calling": native,
-    }
-    if window:  # the server's real window, not the model family's nominal one
-        values["context_window"] = window
+def _context(args: argparse.Namespace) -> Context:
+    """The workspace context of the flags; model facts (tool calling, window) default to the provider's."""
+    values: dict[str, Any] = {"workspace": args.workspace, "user_id": args.user}
     if args.mode:
         values["chat_mode"] = args.mode
     values.update(parse_assignments(args.set))  # types are Context's to check, naming the field
     return Context.from_mapping(values)
 
 
-def _endpoint(args: argparse.Namespace):  # noqa: ANN202 - Endpoint, imported lazily to keep --help fast
-    from workspace_agent.providers.endpoint import choose_endpoint
+def _db(action: str) -> int:
+    from workspace_agent.checkpoints.embedded import database_url, stop_embedded
 
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=err, transient=True
-    ) as bar:
-        task = bar.add_task("preparing the local model", total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, description="assembling the local model (once)")
-
-        with err.status("starting the model…"):
-            return choose_endpoint(progress, demo=args.demo)
+    if action == "url":
+        print(database_url())
+    else:
+        console.print("stopped" if stop_embedded() else "not running")
+    return 0
 
 
-def _ask_person(request: dict[str, Any]) -> dict[str, Any]:
-    """Show each approval card and collect the person's decision for it."""
-    decisions = []
-    for action in request["action_requests"]:
-        where = f" on MCP server [bold]{action['server']}[/]" if action.get("server") else ""
-        args = json.dumps(action["args"], indent=2, ensure_ascii=False)
-        body = f"[dim]{action.get('description') or ''}[/]\n\n{args}"
-        console.print(
-            Panel(body, title=f"Model wants to call [bold]{action['name']}[/]{where}", border_style="yellow")
-        )
-        choice = Prompt.ask(
-            "approve / edit / reject / always",
-            choices=["a", "e", "r", "always"],
-            default="a",
-            console=console,
-        )
-        decision: dict[str, Any] = {"tool_call_id": action["tool_call_id"]}
-        if choice == "r":
-            decision |= {"type": "reject", "message": Prompt.ask("reason", default="no", console=console)}
-        elif choice == "e":
-            raw = Prompt.ask("arguments as JSON", default=json.dumps(action["args"]), console=console)
-            decision |= {"type": "edit", "edited_action": {"name": action["name"], "args": json.loads(raw)}}
-        else:
-            decision |= {"type": "approve", "always_allow": choice == "always"}
-        decisions.append(decision)
-    return {"decisions": decisions}
+def _model(action: str) -> int:
+    from workspace_agent.providers.model_server import find_shared_model, stop_shared_model
 
-
-async def _turn(
-    graph: Any, payload: Any, config: dict, context: Context, *, show: bool, approve: Any
-) -> dict:
-    """Run one turn to its end, streaming the answer and answering approval requests."""
-    while True:
-        interrupted = None
-        async for mode, data in graph.astream(
-            payload, config, context=context, stream_mode=["messages", "updates"]
-        ):
-            if mode == "messages" and show:
-                chunk, meta = data
-                if meta.get("langgraph_node") == "call_model" and isinstance(chunk.content, str):
-                    console.print(chunk.content, end="", markup=False, highlight=False)
-            elif mode == "updates" and "__interrupt__" in data:
-                interrupted = data["__interrupt__"][0].value
-        if show:
-            console.print()
-        if interrupted is None:
-            return (await graph.aget_state(config)).values
-        if interrupted.get("error"):
-            err.print(f"[red]{interrupted['error']}[/]")
-        payload = Command(resume=approve(interrupted))
-
-
-def _show_sources(values: dict) -> None:
-    for source in values.get("sources") or []:
-        console.print(
-            f"[dim]source: {source.get('title') or source.get('document')} "
-            f"({source.get('score', 'pinned')})[/]",
-            highlight=False,
-        )
-
-
-def _show_decisions(values: dict) -> None:
-    table = Table("id", "by", "outcome", "why", title="decisions of the last turn")
-    for d in values.get("decisions") or []:
-        table.add_row(d["id"], d["decided_by"], json.dumps(d["outcome"], default=str)[:60], d["why"])
-    console.print(table)
-
-
-async def _seed(workspace: str) -> None:
-    """A first chat in an empty workspace gets the sample documents, so retrieval has something to show."""
-    from workspace_agent.cli.documents import seed_samples
-    from workspace_agent.providers.embeddings import EmbeddingUnavailable
-
-    try:
-        await seed_samples(workspace, err)
-    except EmbeddingUnavailable as exc:
-        err.print(f"[dim]no sample documents: {exc}[/]")
-
-
-async def _run(args: argparse.Namespace) -> int:
-    from workspace_agent.checkpoints.savers import postgres_saver
-    from workspace_agent.graphs.agent import build_graph
-
-    endpoint = _endpoint(args)
-    context = _context(args, endpoint.native_tool_calling, endpoint.context_window)
-    config = {"configurable": {"thread_id": args.thread or uuid.uuid4().hex}}
-    async with AsyncExitStack() as stack:
-        with err.status("starting the database…"):
-            saver = await stack.enter_async_context(postgres_saver())
-        graph = build_graph(checkpointer=saver)
-        if args.command == "ask":
-
-            def approve(request: dict) -> dict:
-                if args.yes:
-                    return {"decisions": [{"type": "approve"} for _ in request["action_requests"]]}
-                if sys.stdin.isatty():
-                    return _ask_person(request)
-                return {
-                    "decisions": [
-                        {"type": "reject", "message": "not approved: non-interactive (use --yes)"}
-                        for _ in request["action_requests"]
-                    ]
-                }
-
-            payload = {"messages": [{"role": "user", "content": args.question}]}
-            values = await _turn(graph, payload, config, context, show=False, approve=approve)
-            if args.json:
-                print(
-                    json.dumps(
-                        {k: values.get(k) for k in ("route", "stop_reason", "sources", "decisions")}
-                        | {"answer": values["messages"][-1].content},
-                        default=str,
-                    )
-                )
-            else:
-                print(values["messages"][-1].content)
-            return 0
-        await _seed(context.workspace)
-        console.print(
-            Panel(
-                f"model: {endpoint.label}\nworkspace: {context.workspace}  thread: "
-                f"{config['configurable']['thread_id']}  mode: {context.chat_mode}\n"
-                + (
-                    "start a message with @agent to let the model use tools\n"
-                    if not context.native_tool_calling
-                    else ""
-                )
-                + "commands: /decisions  /exit",
-                title="workspace-agent",
-                border_style="cyan",
-            )
-        )
-        values: dict = {}
-        while True:
-            try:
-                text = Prompt.ask("[bold green]you[/]", console=console)
-            except (EOFError, KeyboardInterrupt):
-                return 0
-            if text.strip() in ("/exit", "/quit", "exit"):
-                return 0
-            if text.strip() == "/decisions":
-                _show_decisions(values)
-                continue
-            if not text.strip():
-                continue
-            console.print("[bold cyan]agent[/] ", end="")
-            try:
-                values = await _turn(
-                    graph,
-                    {"messages": [{"role": "user", "content": text}]},
-                    config,
-                    context,
-                    show=True,
-                    approve=_ask_person,
-                )
-            except Exception as exc:  # a failed turn is reported and the conversation goes on
-                err.print(f"[red]error:[/] {exc}")
-                continue
-            _show_sources(values)
-            if values.get("stop_reason") not in (None, "answered"):
-                console.print(f"[dim]({values['stop_reason']})[/]")
+    if action == "stop":
+        console.print("stopped" if stop_shared_model() else "not running")
+        return 0
+    found = find_shared_model()
+    print(
+        f"{found.model_name} at {found.base_url} (pid {found.pid}, {found.n_ctx} tokens)"
+        if found
+        else "not running"
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,14 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("ingest", "docs"):
             return _documents(args)
         if args.command == "db":
-            from workspace_agent.checkpoints.embedded import database_url, stop_embedded
-
-            if args.action == "url":
-                print(database_url())
-            else:
-                console.print("stopped" if stop_embedded() else "not running")
-            return 0
-        return run(_run(args))
+            return _db(args.action)
+        if args.command == "model":
+            return _model(args.action)
+        _context(args)  # a bad flag is reported before a model is started for nothing
+        endpoint = prepare_endpoint(args.demo)  # may set the demo's endpoint, whose facts the context takes
+        return run(session(args, endpoint, _context(args)))
     except (ValueError, OSError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return 1

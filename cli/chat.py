@@ -1,0 +1,204 @@
+"""The CLI's conversation: a turn streamed to the terminal, approval cards as questions, ``chat`` and ``ask``.
+
+``main`` parses the command line and builds the context; this module runs turns of the agent graph with
+it, on the PostgreSQL saver, and turns the graph's approval interrupt into a question at the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from contextlib import AsyncExitStack
+from typing import Any
+
+from langgraph.types import Command
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+from rich.prompt import Prompt
+from rich.table import Table
+
+from workspace_agent.graphs.context import Context
+from workspace_agent.providers.endpoint import Endpoint, choose_endpoint
+
+console = Console()
+err = Console(stderr=True)
+
+
+def prepare_endpoint(demo: bool) -> Endpoint:
+    """Settle the model before the first turn: the local model is started here, with a progress bar."""
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=err, transient=True
+    ) as bar:
+        task = bar.add_task("preparing the local model", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description="assembling the local model (once)")
+
+        with err.status("starting the model…"):
+            return choose_endpoint(progress, demo=demo)
+
+
+def _ask_person(request: dict[str, Any]) -> dict[str, Any]:
+    """Show each approval card and collect the person's decision for it."""
+    decisions = []
+    for action in request["action_requests"]:
+        where = f" on MCP server [bold]{action['server']}[/]" if action.get("server") else ""
+        args = json.dumps(action["args"], indent=2, ensure_ascii=False)
+        body = f"[dim]{action.get('description') or ''}[/]\n\n{args}"
+        console.print(
+            Panel(body, title=f"Model wants to call [bold]{action['name']}[/]{where}", border_style="yellow")
+        )
+        choice = Prompt.ask(
+            "approve / edit / reject / always",
+            choices=["a", "e", "r", "always"],
+            default="a",
+            console=console,
+        )
+        decision: dict[str, Any] = {"tool_call_id": action["tool_call_id"]}
+        if choice == "r":
+            decision |= {"type": "reject", "message": Prompt.ask("reason", default="no", console=console)}
+        elif choice == "e":
+            raw = Prompt.ask("arguments as JSON", default=json.dumps(action["args"]), console=console)
+            decision |= {"type": "edit", "edited_action": {"name": action["name"], "args": json.loads(raw)}}
+        else:
+            decision |= {"type": "approve", "always_allow": choice == "always"}
+        decisions.append(decision)
+    return {"decisions": decisions}
+
+
+async def _turn(
+    graph: Any, payload: Any, config: dict, context: Context, *, show: bool, approve: Any
+) -> dict:
+    """Run one turn to its end, streaming the answer and answering approval requests."""
+    while True:
+        interrupted = None
+        async for mode, data in graph.astream(
+            payload, config, context=context, stream_mode=["messages", "updates"]
+        ):
+            if mode == "messages" and show:
+                chunk, meta = data
+                if meta.get("langgraph_node") == "call_model" and isinstance(chunk.content, str):
+                    console.print(chunk.content, end="", markup=False, highlight=False)
+            elif mode == "updates" and "__interrupt__" in data:
+                interrupted = data["__interrupt__"][0].value
+        if show:
+            console.print()
+        if interrupted is None:
+            return (await graph.aget_state(config)).values
+        if interrupted.get("error"):
+            err.print(f"[red]{interrupted['error']}[/]")
+        payload = Command(resume=approve(interrupted))
+
+
+def _show_sources(values: dict) -> None:
+    for source in values.get("sources") or []:
+        console.print(
+            f"[dim]source: {source.get('title') or source.get('document')} "
+            f"({source.get('score', 'pinned')})[/]",
+            highlight=False,
+        )
+
+
+def _show_decisions(values: dict) -> None:
+    table = Table("id", "by", "outcome", "why", title="decisions of the last turn")
+    for d in values.get("decisions") or []:
+        table.add_row(d["id"], d["decided_by"], json.dumps(d["outcome"], default=str)[:60], d["why"])
+    console.print(table)
+
+
+async def _seed(workspace: str) -> None:
+    """A first chat in an empty workspace gets the sample documents, so retrieval has something to show."""
+    from workspace_agent.cli.documents import seed_samples
+    from workspace_agent.providers.embeddings import EmbeddingUnavailable
+
+    try:
+        await seed_samples(workspace, err)
+    except EmbeddingUnavailable as exc:
+        err.print(f"[dim]no sample documents: {exc}[/]")
+
+
+def _non_interactive(yes: bool):  # noqa: ANN202 - a decision function
+    """``ask``'s answer to an approval card: approve all with ``--yes``, ask at a terminal, else reject."""
+
+    def approve(request: dict) -> dict:
+        if yes:
+            return {"decisions": [{"type": "approve"} for _ in request["action_requests"]]}
+        if sys.stdin.isatty():
+            return _ask_person(request)
+        return {
+            "decisions": [
+                {"type": "reject", "message": "not approved: non-interactive (use --yes)"}
+                for _ in request["action_requests"]
+            ]
+        }
+
+    return approve
+
+
+async def ask(graph: Any, config: dict, context: Context, question: str, *, yes: bool, as_json: bool) -> int:
+    """One question, its answer printed (or the whole turn as JSON), approvals per ``--yes``."""
+    payload = {"messages": [{"role": "user", "content": question}]}
+    values = await _turn(graph, payload, config, context, show=False, approve=_non_interactive(yes))
+    answer = values["messages"][-1].content
+    if as_json:
+        keys = ("route", "stop_reason", "sources", "decisions")
+        print(json.dumps({k: values.get(k) for k in keys} | {"answer": answer}, default=str))
+    else:
+        print(answer)
+    return 0
+
+
+async def chat(graph: Any, config: dict, context: Context, endpoint: Endpoint) -> int:
+    """The conversation loop: a banner, then turns until ``/exit``; a failed turn is reported, not fatal."""
+    await _seed(context.workspace)
+    hint = "" if context.native_tool_calling else "start a message with @agent to let the model use tools\n"
+    thread = config["configurable"]["thread_id"]
+    console.print(
+        Panel(
+            f"model: {endpoint.label}\nworkspace: {context.workspace}  thread: {thread}  "
+            f"mode: {context.chat_mode}\n{hint}commands: /decisions  /exit",
+            title="workspace-agent",
+            border_style="cyan",
+        )
+    )
+    values: dict = {}
+    while True:
+        try:
+            text = Prompt.ask("[bold green]you[/]", console=console).strip()
+        except (EOFError, KeyboardInterrupt):
+            return 0
+        if text in ("/exit", "/quit", "exit"):
+            return 0
+        if text == "/decisions":
+            _show_decisions(values)
+            continue
+        if not text:
+            continue
+        console.print("[bold cyan]agent[/] ", end="")
+        payload = {"messages": [{"role": "user", "content": text}]}
+        try:
+            values = await _turn(graph, payload, config, context, show=True, approve=_ask_person)
+        except Exception as exc:  # the endpoint's or database's message; the next turn may well work
+            err.print(f"[red]error:[/] {exc}")
+            continue
+        _show_sources(values)
+        if values.get("stop_reason") not in (None, "answered"):
+            console.print(f"[dim]({values['stop_reason']})[/]")
+
+
+async def session(args: argparse.Namespace, endpoint: Endpoint, context: Context) -> int:
+    """``chat`` or ``ask`` on the PostgreSQL saver (pool-backed: a database restart costs one retry)."""
+    from workspace_agent.checkpoints.savers import postgres_saver
+    from workspace_agent.graphs.agent import build_graph
+
+    config = {"configurable": {"thread_id": args.thread or uuid.uuid4().hex}}
+    async with AsyncExitStack() as stack:
+        with err.status("starting the database…"):
+            saver = await stack.enter_async_context(postgres_saver())
+        graph = build_graph(checkpointer=saver)
+        if args.command == "ask":
+            return await ask(graph, config, context, args.question, yes=args.yes, as_json=args.json)
+        return await chat(graph, config, context, endpoint)
