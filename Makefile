@@ -4,7 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench
+.PHONY: setup run test lint bench serve serve-setup redis
+
+# Production serving (`make serve`: Aegra on PostgreSQL) needs Python >= 3.12, so it has a venv of its own.
+SERVE_PYTHON ?= $(shell for p in python3.12 python3.13 $$(pyenv root 2>/dev/null)/versions/3.1[23]*/bin/python3; \
+	do $$p -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null && { echo $$p; break; }; done)
+SERVE_VENV := .venv-serve
+SERVE_STAMP := $(SERVE_VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +25,7 @@ run: setup
 	$(BIN)/workspace-agent
 
 # Everything, the real local model included (the `local_model` marker is opt-in for plain `pytest`).
-test: setup
+test: setup serve-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -m "local_model or not local_model"
 
@@ -29,3 +36,21 @@ bench: setup
 	$(BIN)/python bench/retrieval.py
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/prompted_digest.py
+
+$(SERVE_STAMP): pyproject.toml
+	@test -n "$(SERVE_PYTHON)" || { echo "make serve needs Python >= 3.12: put python3.12 on PATH or set SERVE_PYTHON"; exit 1; }
+	$(SERVE_PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_VENV)/bin/pip install -q --upgrade pip
+	$(SERVE_VENV)/bin/pip install -q -e '.[local,serve]'
+	touch $(SERVE_STAMP)
+
+# Debian's redis-server: the broker of more than one instance (and crash recovery of runs with one).
+redis:
+	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server >/dev/null; }
+
+serve-setup: $(SERVE_STAMP) redis
+
+# SERVE_INSTANCES=N (default 1), SERVE_PORT (2026), DATABASE_URL, REDIS_URL, MEMORY_EXTRACTION_INTERVAL (3h).
+serve: serve-setup
+	$(SERVE_VENV)/bin/python -m workspace_agent.server.serve
