@@ -34,6 +34,7 @@ bench: setup
 	$(BIN)/python bench/parallel_tools.py
 	$(BIN)/python bench/long_thread.py
 	$(BIN)/python bench/retrieval.py
+	$(BIN)/python bench/mcp_calls.py
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/prompted_digest.py
 
