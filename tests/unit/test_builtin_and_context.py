@@ -39,3 +39,37 @@ def test_content_blocks_are_joined_as_text():
         {"type": "text", "text": "b"},
     ]
     assert message_text({"content": blocks}) == "a\nb"
+
+
+def test_set_values_are_json_except_for_text_fields():
+    from workspace_agent.graphs.context import ContextError, parse_assignments
+
+    assert parse_assignments(
+        ['auto_approved=["a-*"]', "history_limit=5", "workspace=2024", "model=gpt-4o"]
+    ) == {
+        "auto_approved": ["a-*"],
+        "history_limit": 5,
+        "workspace": "2024",
+        "model": "gpt-4o",
+    }
+    assert parse_assignments(["history_limit=abc", "memories_enabled=no"]) == {
+        "history_limit": "abc",
+        "memories_enabled": "no",
+    }, "nothing is converted to fit: Context names the field instead"
+    with pytest.raises(ContextError, match="name=value"):
+        parse_assignments(["history_limit"])
+
+
+def test_optional_and_list_fields_take_exactly_their_types():
+    from workspace_agent.graphs.context import ContextError
+
+    assert Context(model="x", context_window=None, auto_approved=("a",), also_ask=[]).auto_approved == ("a",)
+    for bad in [
+        {"context_window": "4096"},
+        {"also_ask": "x"},
+        {"top_n": 2.0},
+        {"user_id": ""},
+        {"reply_reserve": 10**9},
+    ]:
+        with pytest.raises(ContextError):
+            Context(model="x", **bad)
