@@ -13,6 +13,7 @@ endpoint does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -119,21 +120,7 @@ class EndpointChatOpenAI(ChatOpenAI):
             raise self._fault(ValueError("the streamed reply has no choices"))
 
 
-def chat_model(model: str | None = None) -> ChatOpenAI:
-    """The client for ``model`` (default: the settings' model) at the configured endpoint.
-
-    For the local model this finds the shared server, starting it on first use (seconds, once per data
-    folder; the file is read in microseconds afterwards).
-    """
-    settings = model_settings()
-    name = model or settings.model
-    try:
-        url = endpoint_url(settings)
-    except Exception as exc:  # the local model could not be started: say so where the person looks
-        raise ModelEndpointError(
-            f"the embedded local model could not be started ({exc}); set OPENAI_BASE_URL to use another "
-            "OpenAI-compatible endpoint"
-        ) from exc
+def _client(url: str, settings: ModelSettings, name: str) -> EndpointChatOpenAI:
     return loop_local(
         ("chat", url, settings.api_key, name, settings.timeout, settings.max_retries),
         lambda: EndpointChatOpenAI(
@@ -147,4 +134,56 @@ def chat_model(model: str | None = None) -> ChatOpenAI:
             # process, and a connection opened in one loop fails in another (sync callers run on their own).
             http_async_client=openai.DefaultAsyncHttpxClient(timeout=settings.timeout),
         ),
+    )
+
+
+def _local_url(settings: ModelSettings) -> str:
+    try:
+        return endpoint_url(settings)
+    except Exception as exc:  # the local model could not be started: say so where the person looks
+        raise ModelEndpointError(
+            f"the embedded local model could not be started ({exc}); set OPENAI_BASE_URL to use another "
+            "OpenAI-compatible endpoint"
+        ) from exc
+
+
+class LocalChatOpenAI(EndpointChatOpenAI):
+    """The embedded local model: each call finds its shared server, starting it on first use.
+
+    Finding it reads a file and may start a process, so under an event loop (the dev server's, which
+    refuses blocking calls) that happens in a worker thread; the call then goes to the client of the
+    server's URL. Nodes hold this object without knowing whether a server is up yet.
+    """
+
+    def _inner(self, url: str) -> EndpointChatOpenAI:
+        return _client(url, model_settings(), self.model_name)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        return self._inner(_local_url(model_settings()))._generate(messages, *args, **kwargs)
+
+    async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        url = await asyncio.to_thread(_local_url, model_settings())
+        return await self._inner(url)._agenerate(messages, *args, **kwargs)
+
+    def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        yield from self._inner(_local_url(model_settings()))._stream(*args, **kwargs)
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        url = await asyncio.to_thread(_local_url, model_settings())
+        async for chunk in self._inner(url)._astream(*args, **kwargs):
+            yield chunk
+
+
+def chat_model(model: str | None = None) -> ChatOpenAI:
+    """The client for ``model`` (default: the settings' model) at the configured endpoint.
+
+    Building it does no I/O: for the local model, the server is found (or started) at the first call.
+    """
+    settings = model_settings()
+    name = model or settings.model
+    if settings.kind == "endpoint":
+        return _client(endpoint_url(settings), settings, name)
+    return loop_local(
+        ("local-chat", name, settings.timeout, settings.max_retries),
+        lambda: LocalChatOpenAI(model=name, api_key="local", base_url="http://local-model.invalid/v1"),
     )

@@ -30,6 +30,9 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     os.environ["WORKSPACE_AGENT_HOME"] = path
     os.environ.setdefault("LANGSMITH_TRACING", "false")
     yield path
+    from workspace_agent.providers.model_server import stop_shared_model
+
+    stop_shared_model()  # a local model server a test started in this data folder
 
 
 @pytest.fixture(scope="session")
@@ -88,6 +91,38 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_dev_server(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
+    """Start ``langgraph dev`` on a free port with ``env``; return the process and its URL once it answers."""
+    cli = Path(sys.executable).with_name("langgraph")
+    command = [str(cli), "dev", "--no-browser", "--no-reload", "--port", str(_free_port())]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [*command, "--config", "langgraph.json"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        found = re.search(r"API: \S*?(http://127\.0\.0\.1:\d+)", log.read_text())
+        if found:
+            try:
+                if httpx.get(f"{found.group(1)}/ok", timeout=1).status_code == 200:
+                    return proc, found.group(1)
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail(f"langgraph dev did not start:\n{log.read_text()}")
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate a server process, killing it if it does not stop within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 @pytest.fixture(scope="session")
 def dev_mcp_config(tmp_path_factory) -> Path:
     """The dev server's MCP servers file (its ``MCP_CONFIG``): absent until a test writes it."""
@@ -106,43 +141,6 @@ def dev_server(database_url, llm_server, tmp_path_factory, dev_mcp_config) -> It
         "DATABASE_URL": database_url,
         "OPENAI_BASE_URL": llm_server.base_url,
     }
-    cli = Path(sys.executable).with_name("langgraph")
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                str(cli),
-                "dev",
-                "--no-browser",
-                "--no-reload",
-                "--port",
-                str(_free_port()),
-                "--config",
-                "langgraph.json",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()
-        found = re.search(r"API: \S*?(http://127\.0\.0\.1:\d+)", log.read_text())
-        if found:
-            url = found.group(1)
-            try:
-                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(f"langgraph dev did not start:\n{log.read_text()}")
+    proc, url = start_dev_server(env, log)
     yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop_process(proc)
