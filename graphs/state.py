@@ -10,13 +10,34 @@ conversation as it was there. Earlier turns' tool calls and decisions stay in th
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
 from langchain_core.messages.tool import ToolCall
-from langgraph.graph.message import add_messages
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph.message import Messages, add_messages
 from typing_extensions import TypedDict
 
+#: Updates of ``messages`` between two full copies of it in the checkpoints (about five per turn).
+MESSAGES_SNAPSHOT_EVERY = 50
+
+
+def add_message_batches(messages: list[AnyMessage], batches: Sequence[Messages]) -> list[AnyMessage]:
+    """``add_messages`` over a batch of updates, one after the other: the reducer of the ``messages`` channel.
+
+    Its channel is a ``DeltaChannel``: a checkpoint stores only each step's new messages (and a full copy
+    every ``MESSAGES_SNAPSHOT_EVERY`` updates), so the earlier exchanges a thread shows are not written
+    again at every step of every turn.
+    """
+    for batch in batches:
+        messages = add_messages(messages, batch)  # type: ignore[assignment]
+    return messages
+
+
+Conversation = Annotated[
+    list[AnyMessage], DeltaChannel(add_message_batches, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY)
+]
 Route = Literal["chat", "agent"]
 StopReason = Literal["answered", "terminated", "max_tokens", "max_tool_calls", "refused"]
 
@@ -33,13 +54,13 @@ class Decision(TypedDict):
 class InputState(TypedDict):
     """What a client sends: the new user message."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Conversation
 
 
 class OutputState(TypedDict, total=False):
     """What a client reads back after a turn."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Conversation
     route: Route | None
     sources: Annotated[list[dict[str, Any]], operator.add]
     stop_reason: StopReason | None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.runtime import Runtime
 
 from workspace_agent.graphs.context import Context
@@ -112,6 +112,22 @@ def fold(earlier: Sequence[BaseMessage], limit: int) -> list[BaseMessage]:
         excluded = {EXCLUDED: True} if answer.response_metadata.get(EXCLUDED) else {}
         out.append(AIMessage(content=answer.content, id=answer.id, response_metadata=excluded))
     return out
+
+
+def fold_update(earlier: Sequence[BaseMessage], limit: int) -> list[BaseMessage]:
+    """The ``messages`` update that folds the earlier messages (see ``fold``), as a delta.
+
+    Messages that stay unchanged are not written again: only removals and the lean copies that replace a
+    message in place (same id), so a turn's checkpoint does not carry the whole conversation.
+    """
+    kept = {m.id: m for m in fold(earlier, limit)}
+    update: list[BaseMessage] = []
+    for m in earlier:
+        if m.id not in kept:
+            update.append(RemoveMessage(id=m.id))  # type: ignore[arg-type]
+        elif kept[m.id] != m:
+            update.append(kept[m.id])
+    return update
 
 
 def conversation(

@@ -10,7 +10,7 @@ from langgraph.types import Overwrite
 
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, Decision, decision
-from workspace_agent.nodes.history import AGENT_PREFIX, attachments, fold, turn_start
+from workspace_agent.nodes.history import AGENT_PREFIX, attachments, fold_update, turn_start
 from workspace_agent.providers.tokens import message_text
 from workspace_agent.skills.toolset import Services
 
@@ -109,7 +109,7 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
             )
     query_only = chosen == "chat" and ctx.chat_mode == "query"
     return {
-        "messages": Overwrite([*fold(messages[:-1], ctx.history_limit), new]),
+        "messages": fold_update(messages[:-1], ctx.history_limit),
         "route": chosen,
         "query_only": query_only,
         "decisions": Overwrite([*_abandoned(messages[:-1]), decision("A3", "code", chosen, why)]),
