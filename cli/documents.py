@@ -44,6 +44,9 @@ async def ingest_paths(
 ) -> dict[str, Any]:
     """Run the ingest graph with a progress bar (files done; chunks embedded of the file in hand).
 
+    The paths given are added to the documents roots (``DOCUMENT_ROOTS``) for this run: the CLI's user may
+    ingest any file they can name, while a folder's symlinks that lead elsewhere are still refused.
+
     Returns the graph's output: ``added``, ``unchanged``, ``replaced``, ``failed`` and ``decisions``.
 
     Raises:
@@ -52,7 +55,9 @@ async def ingest_paths(
     """
     from workspace_agent.graphs.ingest import IngestContext, build_graph
 
-    graph = build_graph()
+    # The person typing the paths is the local user acting on their own files, so the paths they name are
+    # roots of this run; a symlink inside a typed folder still cannot lead out of it.
+    graph = build_graph(document_roots=list(paths))
     context = IngestContext(workspace=workspace, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     values: dict[str, Any] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

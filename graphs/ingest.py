@@ -7,10 +7,15 @@ does, so one assistant per workspace serves both graphs' clients.
 
 Input ``{"paths": ["docs/", "notes.pdf"]}``; output ``added``, ``unchanged``, ``replaced`` (each
 ``{"path", "title", "document_id", "chunks"}``), ``failed`` (``{"path", "title", "reason"}``) and
-``decisions``. Embedding progress is streamed in ``custom`` mode as ``{"path", "embedded", "chunks"}``.
+``decisions``. Only files under the documents roots are read (``skills.loaders``). Embedding progress is
+streamed in ``custom`` mode as ``{"path", "embedded", "chunks"}``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -30,20 +35,29 @@ MAX_CONCURRENCY = 4
 
 
 def build_graph(
-    checkpointer: BaseCheckpointSaver | None = None, store: BaseStore | None = None
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    *,
+    document_roots: Sequence[str | Path] = (),
 ) -> CompiledStateGraph:
     """Compile the ingest graph.
+
+    Which server files a run may read is the deployment's choice, never the run's: the documents roots are
+    ``DOCUMENT_ROOTS`` (default: the project's data folder and ``samples/``), plus ``document_roots``.
 
     Args:
         checkpointer: Where runs persist (a long ingest then resumes without redoing finished files);
             ``None`` under ``langgraph dev``, which brings its own.
         store: LangGraph store; unused by ingestion, accepted for a uniform ``build_graph`` signature.
+        document_roots: More folders (or single files) this program lets its runs read, e.g. the paths the
+            CLI's user typed. Symlinks are resolved before the check, so a link cannot lead out of them.
     """
+    extra = tuple(Path(p).expanduser().resolve() for p in document_roots)
     builder = StateGraph(
         IngestState, context_schema=IngestContext, input_schema=IngestInput, output_schema=IngestOutput
     )
-    builder.add_node("discover", node(discover))
-    builder.add_node("index_file", node(index_file))
+    builder.add_node("discover", node(partial(discover, extra_roots=extra)))
+    builder.add_node("index_file", node(partial(index_file, extra_roots=extra)))
     builder.add_node("report", node(report))
 
     builder.add_edge(START, "discover")

@@ -25,7 +25,8 @@ from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, Decision, decision
 from workspace_agent.nodes.history import ATTACHMENT_TYPES, attachments, block_name
-from workspace_agent.skills.documents import SUPPORTED_SUFFIXES, content_hash, extract_text, index_document
+from workspace_agent.skills.documents import index_document
+from workspace_agent.skills.loaders import SUPPORTED_SUFFIXES, content_hash, extract_text
 from workspace_agent.skills.toolset import Services
 
 LIMIT_ENV = "UPLOAD_MAX_BYTES"

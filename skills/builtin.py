@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from workspace_agent.checkpoints.chatlog import Records
-from workspace_agent.skills.documents import document_tools
+from workspace_agent.skills.document_tools import document_tools
 
 _OPS: dict[type, Any] = {
     ast.Add: operator.add,

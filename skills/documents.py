@@ -1,136 +1,35 @@
-"""Workspace documents: reading files, splitting and embedding them, searching them, and the agent's tools.
+"""Workspace documents: splitting and embedding them, searching them, and managing them.
 
 The ``ingest`` graph, the ``retrieve`` node and the agent's two document tools all come here, so a document
 saved by the agent is split, embedded and searched exactly like an ingested file. Chunks are made as in
 AnythingLLM: LangChain's ``RecursiveCharacterTextSplitter`` (1000 characters, 20 overlap by default), each
 chunk embedded together with a short ``<document_metadata>`` header naming its document, so a passage that
-never names its subject is still found by it.
+never names its subject is still found by it. Reading files is ``skills.loaders``; the agent's tools are
+``skills.document_tools``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import io
+from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.runtime import get_runtime
 
 from workspace_agent.checkpoints.chunks import ChunkHit, Document, DocumentStore, require_space
-from workspace_agent.graphs.context import Context
 from workspace_agent.providers.embeddings import EmbeddingUnavailable, embedding_id, get_embeddings
 from workspace_agent.providers.tokens import count, ensure_tokenizer
+from workspace_agent.skills.loaders import UnreadableDocument
 
 DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_BATCH_SIZE = 1000, 20, 64
-TEXT_SUFFIXES = {
-    ".txt",
-    ".text",
-    ".md",
-    ".markdown",
-    ".mdx",
-    ".rst",
-    ".csv",
-    ".tsv",
-    ".json",
-    ".yaml",
-    ".yml",
-}
-HTML_SUFFIXES, PDF_SUFFIXES, DOCX_SUFFIXES = {".html", ".htm", ".xhtml"}, {".pdf"}, {".docx"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | DOCX_SUFFIXES
 PINNED_PREVIEW = 1000
 CONTINUED = "...continued on in source document..."
 NO_CONTEXT = "There was no relevant context for that query in this workspace's documents."
 
 Progress = Callable[[int, int], None]
-
-
-class UnreadableDocument(ValueError):
-    """A file whose text could not be extracted; the message says why."""
-
-
-# ── reading ────────────────────────────────────────────────────────────────────────────────────────────
-
-
-def content_hash(data: bytes) -> str:
-    """The sha256 of a document's bytes: an unchanged file is recognised without parsing it again."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def _plain(data: bytes) -> str:
-    if b"\x00" in data[:8192]:
-        raise UnreadableDocument("binary data, not text")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")
-
-
-def _html(data: bytes) -> str:
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(data, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    lines = (line.strip() for line in soup.get_text("\n").splitlines())
-    return "\n".join(line for line in lines if line)
-
-
-def _pdf(data: bytes) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
-
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise UnreadableDocument("the PDF is encrypted")
-        return "\n\n".join((page.extract_text() or "").strip() for page in reader.pages)
-    except PyPdfError as exc:
-        raise UnreadableDocument(f"not a readable PDF: {exc}") from exc
-
-
-def _docx(data: bytes) -> str:
-    import zipfile
-
-    from docx import Document as Docx
-
-    try:
-        doc = Docx(io.BytesIO(data))
-    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise UnreadableDocument(f"not a readable DOCX file: {exc}") from exc
-    parts = [p.text for p in doc.paragraphs if p.text.strip()]
-    for table in doc.tables:
-        for row in table.rows:
-            parts.append(" | ".join(cell.text.strip() for cell in row.cells))
-    return "\n".join(parts)
-
-
-def extract_text(path: Path, data: bytes) -> str:
-    """The text of a file by its type: plain text and Markdown, HTML, PDF or DOCX.
-
-    Raises:
-        UnreadableDocument: The type is not supported, the file is damaged, or it holds no text.
-    """
-    suffix = path.suffix.lower()
-    if suffix in TEXT_SUFFIXES:
-        text = _plain(data)
-    elif suffix in HTML_SUFFIXES:
-        text = _html(data)
-    elif suffix in PDF_SUFFIXES:
-        text = _pdf(data)
-    elif suffix in DOCX_SUFFIXES:
-        text = _docx(data)
-    else:
-        raise UnreadableDocument(
-            f"unsupported file type {suffix or '(none)'}; supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}"
-        )
-    if not text.strip():
-        raise UnreadableDocument("no text could be extracted (a scanned PDF needs OCR first)")
-    return text
 
 
 # ── splitting and embedding ────────────────────────────────────────────────────────────────────────────
@@ -168,11 +67,16 @@ async def embed_texts(
     texts: Sequence[str],
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Progress | None = None,
-) -> list[list[float]]:
-    """Embed texts in batches, reporting ``(done, total)`` after each batch."""
-    vectors: list[list[float]] = []
+) -> list[Sequence[float]]:
+    """Embed texts in batches, reporting ``(done, total)`` after each batch.
+
+    Each vector is kept as packed 32-bit floats (what pgvector stores): a Python list of floats costs about
+    eight times the memory, and a large document holds thousands of vectors until they are written.
+    """
+    vectors: list[Sequence[float]] = []
     for start in range(0, len(texts), batch_size):
-        vectors += await embeddings.aembed_documents(list(texts[start : start + batch_size]))
+        batch = await embeddings.aembed_documents(list(texts[start : start + batch_size]))
+        vectors += [array("f", vector) for vector in batch]
         if progress:
             progress(len(vectors), len(texts))
     return vectors
@@ -294,71 +198,6 @@ def pinned_source(doc: Document) -> dict[str, Any]:
         "text": text if len(text) <= PINNED_PREVIEW else text[:PINNED_PREVIEW] + CONTINUED,
         "pinned": True,
     }
-
-
-# ── the agent's tools ──────────────────────────────────────────────────────────────────────────────────
-
-
-def live_settings() -> Context:
-    """The running turn's workspace settings, or the defaults when called outside a graph."""
-    try:
-        runtime = get_runtime(Context)
-    except RuntimeError:
-        return Context()
-    ctx = getattr(runtime, "context", None)
-    if isinstance(ctx, Context):
-        return ctx
-    if isinstance(ctx, dict):
-        known = {f.name for f in fields(Context)}
-        return Context(**{k: v for k, v in ctx.items() if k in known})
-    return Context()
-
-
-def _format_hits(query: str, found: Found, threshold: float) -> str:
-    if not found.hits:
-        below = f" ({len(found.dropped)} passage(s) fell below the similarity threshold {threshold:g})"
-        return NO_CONTEXT + (below if found.dropped else "")
-    parts = [f'Additional context for query "{query}":']
-    for i, hit in enumerate(found.hits, 1):
-        parts.append(f"[{i}] {hit.title} (similarity {hit.similarity:.2f})\n{hit.text}")
-    return "\n\n".join(parts)
-
-
-def document_tools(workspace: str, store: DocumentStore | None = None) -> list[BaseTool]:
-    """``search_documents`` (read-only) and ``save_to_workspace`` (writes, so it asks) for a workspace."""
-    store = store or DocumentStore()
-
-    async def search_documents(query: str) -> tuple[str, dict[str, Any]]:
-        """Search this workspace's documents for passages relevant to the query; returns them with titles.
-
-        Pinned documents are already in your context and are not searched again.
-        """
-        ctx = live_settings()
-        found = await search(store, workspace, query, top_n=ctx.top_n, threshold=ctx.similarity_threshold)
-        if found.problem:
-            return f"{NO_CONTEXT} ({found.problem})", {"sources": []}
-        text = _format_hits(query, found, ctx.similarity_threshold)
-        return text, {"sources": [chunk_source(h) for h in found.hits]}
-
-    async def save_to_workspace(text: str, title: str) -> str:
-        """Save text as a new document of this workspace, so that search_documents finds it later."""
-        if not text.strip():
-            raise ValueError("there is no text to save")
-        title = title.strip() or "Saved note"
-        digest = content_hash(text.encode())
-        source = f"saved:{digest[:16]}"
-        existing = await store.get_document(workspace, source)
-        if existing is not None:
-            return f"This text is already in the workspace as {existing.title!r} (document {existing.id})."
-        doc, _ = await index_document(store, workspace, source=source, title=title, text=text, digest=digest)
-        return f"Saved {title!r} to the workspace as document {doc.id} ({doc.chunks} chunk(s))."
-
-    return [
-        StructuredTool.from_function(
-            coroutine=search_documents, name="search_documents", response_format="content_and_artifact"
-        ),
-        StructuredTool.from_function(coroutine=save_to_workspace, name="save_to_workspace"),
-    ]
 
 
 # ── managing documents ─────────────────────────────────────────────────────────────────────────────────

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -12,48 +13,70 @@ from langgraph.types import Send
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.state import decision
 from workspace_agent.nodes.ingest.state import IngestContext, IngestState
-from workspace_agent.skills.documents import SUPPORTED_SUFFIXES, embedder
+from workspace_agent.skills.documents import embedder
+from workspace_agent.skills.loaders import SUPPORTED_SUFFIXES, OutsideRoots, document_roots, inside_roots
 
 
-def _walk(paths: list[str]) -> tuple[list[str], list[dict[str, str]], int]:
-    """Supported files under ``paths`` (hidden ones skipped), the failures, and how many were skipped."""
+def _walk(paths: list[str], roots: list[Path]) -> tuple[list[str], list[dict[str, str]], int]:
+    """Supported files under ``paths`` (hidden ones skipped), the failures, and how many were skipped.
+
+    Every path, and every file found in a folder, is resolved and checked against the documents roots
+    before anything else is asked of it: a symlink out of an allowed folder is refused by name, and a path
+    outside the roots gets the same answer whether it exists or not.
+    """
     found: dict[str, None] = {}
     failed: list[dict[str, str]] = []
     skipped = 0
     for given in paths:
-        path = Path(given).expanduser()
+        if not isinstance(given, str) or not given.strip():
+            failed.append({"path": str(given), "title": "", "reason": "a path must be a non-empty string"})
+            continue
+        try:
+            path = inside_roots(given, roots)
+        except OutsideRoots as exc:
+            failed.append({"path": given, "title": Path(given).name, "reason": str(exc)})
+            continue
         if path.is_dir():
             for item in sorted(path.rglob("*")):
-                relative = item.relative_to(path).parts
-                if not item.is_file() or any(part.startswith(".") for part in relative):
+                if any(part.startswith(".") for part in item.relative_to(path).parts):
                     continue
-                if item.suffix.lower() in SUPPORTED_SUFFIXES:
-                    found[str(item.resolve())] = None
-                else:
-                    skipped += 1
+                if item.suffix.lower() not in SUPPORTED_SUFFIXES:
+                    skipped += int(not item.is_symlink() and item.is_file())
+                    continue
+                try:
+                    resolved = inside_roots(item, roots)
+                except OutsideRoots as exc:
+                    failed.append({"path": str(item), "title": item.name, "reason": str(exc)})
+                    continue
+                if resolved.is_file():
+                    found[str(resolved)] = None
         elif path.is_file():
-            found[str(path.resolve())] = None  # an explicit file is tried whatever its type, and reported
+            found[str(path)] = None  # an explicit file is tried whatever its type, and reported
         else:
             failed.append({"path": given, "title": path.name, "reason": "no such file or folder"})
     return list(found), failed, skipped
 
 
-async def discover(state: IngestState, runtime: Runtime[IngestContext]) -> dict:
+async def discover(
+    state: IngestState, runtime: Runtime[IngestContext], *, extra_roots: Sequence[Path] = ()
+) -> dict:
     """Expand files and folders into the documents to ingest, after checking the workspace's embedding model.
 
     Folders are searched recursively for supported types; other files in them are counted, not reported one
-    by one. A path that does not exist is a failure of that path only. A workspace whose vectors came from
-    another embedding model stops the run here, before anything is read or embedded.
+    by one. A path outside the documents roots (the deployment's, plus ``extra_roots`` from the program that
+    compiled the graph) or that does not exist is a failure of that path only. A workspace whose vectors
+    came from another embedding model stops the run here, before anything is read or embedded.
     """
     ctx = runtime.context
     _, space = await embedder()
     await DocumentStore().check_space(ctx.workspace, space)
-    files, failed, skipped = await asyncio.to_thread(_walk, list(state.get("paths") or []))
+    roots = await asyncio.to_thread(document_roots, extra_roots)
+    files, failed, skipped = await asyncio.to_thread(_walk, list(state.get("paths") or []), roots)
     why = f"{len(files)} file(s) to ingest into {ctx.workspace!r} with {space}"
     if skipped:
         why += f"; {skipped} file(s) of unsupported types in folders skipped"
     if failed:
-        why += f"; {len(failed)} path(s) not found"
+        why += f"; {len(failed)} path(s) refused or not found"
     return {"files": files, "failed": failed, "decisions": [decision("I1", "code", len(files), why)]}
 
 

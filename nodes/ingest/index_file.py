@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 from langgraph.runtime import Runtime
@@ -10,22 +11,27 @@ from langgraph.runtime import Runtime
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.state import decision
 from workspace_agent.nodes.ingest.state import FileTask, IngestContext
-from workspace_agent.skills.documents import content_hash, extract_text, index_document
+from workspace_agent.skills.documents import index_document
+from workspace_agent.skills.loaders import content_hash, document_roots, extract_text, read_document
 
 
-async def index_file(state: FileTask, runtime: Runtime[IngestContext]) -> dict:
+async def index_file(
+    state: FileTask, runtime: Runtime[IngestContext], *, extra_roots: Sequence[Path] = ()
+) -> dict:
     """Store one file as a document of the workspace, unless it is already there unchanged.
 
     The file's bytes are hashed before anything is parsed: an unchanged file (same hash, same chunking) costs
-    one read and one query. A changed file replaces its chunks in one transaction. Whatever goes wrong with
-    this file — unreadable, damaged, empty, the embedding model failing — is reported with its reason and the
-    other files go on.
+    one read and one query. A changed file replaces its chunks in one transaction. The roots are checked
+    again here, at the read: a task's path can reach this node without ``discover`` (a client may update a
+    thread's state). Whatever goes wrong with this file — outside the roots, too large, binary, damaged,
+    empty, the embedding model failing — is reported with its reason and the other files go on.
     """
     ctx = runtime.context
     path = Path(state["path"])
     store = DocumentStore()
     try:
-        data = await asyncio.to_thread(path.read_bytes)
+        roots = await asyncio.to_thread(document_roots, extra_roots)
+        data = await asyncio.to_thread(read_document, path, roots)
         digest = content_hash(data)
         known = await store.get_document(ctx.workspace, str(path))
         entry = {"path": str(path), "title": path.name}

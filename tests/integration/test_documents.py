@@ -39,6 +39,12 @@ DOCS = {
 PINNED_SENTENCE = "Harbour ferry timetable: the ferry leaves the pier every morning at nine and at noon."
 
 
+@pytest.fixture(autouse=True)
+def roots(monkeypatch, tmp_path):
+    """The test's own folder is a documents root, as a deployment sets ``DOCUMENT_ROOTS`` for its server."""
+    monkeypatch.setenv("DOCUMENT_ROOTS", str(tmp_path))
+
+
 @pytest.fixture
 def embed(monkeypatch, llm):
     """The real embeddings client path, pointed at the scripted server."""

@@ -7,13 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from workspace_agent.skills.documents import (
-    UnreadableDocument,
-    content_hash,
-    extract_text,
-    metadata_header,
-    split_text,
-)
+from workspace_agent.skills.documents import metadata_header, split_text
+from workspace_agent.skills.loaders import UnreadableDocument, content_hash, extract_text
 
 
 def make_pdf(text: str) -> bytes:

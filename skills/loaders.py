@@ -1,0 +1,223 @@
+"""Reading documents from the server's disk: only under the documents roots, only files, only text.
+
+Whoever sends a run names the paths, so the paths are the client's word and the roots are the deployment's.
+A path is resolved (every symlink followed) before it is compared with the roots, so a link inside an
+allowed folder that points out of it is refused like the target itself. Only regular files are opened
+(never a FIFO or a device that would hang or never end), and never more than the size cap is read. Text
+that turns out to be binary data under a text name is refused, not indexed as noise.
+
+Settings (deployment: environment or ``langgraph.json`` env):
+    ``DOCUMENT_ROOTS``: folders server-side ingest may read, ``os.pathsep``-separated. Default: the
+        project's data folder and the repository's ``samples/``.
+    ``DOCUMENT_MAX_BYTES``: the largest file read, in bytes (default 16 MiB).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from workspace_agent.providers.paths import data_home
+
+ROOTS_SETTING, MAX_BYTES_SETTING = "DOCUMENT_ROOTS", "DOCUMENT_MAX_BYTES"
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+#: `samples/` beside `skills/`: at the repository root, and as `workspace_agent.samples` once installed.
+SAMPLES_ROOT = Path(__file__).resolve().parents[1] / "samples"
+#: Above this share of control characters, a "text" file is binary data (real text has almost none).
+MAX_CONTROL_SHARE = 0.10
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+
+TEXT_SUFFIXES = {
+    ".txt",
+    ".text",
+    ".md",
+    ".markdown",
+    ".mdx",
+    ".rst",
+    ".csv",
+    ".tsv",
+    ".json",
+    ".yaml",
+    ".yml",
+}
+HTML_SUFFIXES, PDF_SUFFIXES, DOCX_SUFFIXES = {".html", ".htm", ".xhtml"}, {".pdf"}, {".docx"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | DOCX_SUFFIXES
+
+
+class UnreadableDocument(ValueError):
+    """A file whose text could not be extracted, or that may not be read; the message says why."""
+
+
+class OutsideRoots(UnreadableDocument):
+    """A path that resolves outside the deployment's documents roots."""
+
+
+# ── where the server may read ──────────────────────────────────────────────────────────────────────────
+
+
+def document_roots(extra: Iterable[str | Path] = ()) -> list[Path]:
+    """The folders server-side ingest may read: ``DOCUMENT_ROOTS`` (or the defaults), plus ``extra``.
+
+    ``extra`` comes from the program that compiled the graph (the CLI adds the paths its user typed), never
+    from a run. Roots are resolved, so a root that is itself a symlink means its target.
+    """
+    setting = os.environ.get(ROOTS_SETTING, "")
+    given = [p for p in setting.split(os.pathsep) if p.strip()] or [data_home(), SAMPLES_ROOT]
+    return [Path(p).expanduser().resolve() for p in [*given, *extra]]
+
+
+def inside_roots(given: str | Path, roots: list[Path]) -> Path:
+    """``given`` resolved after every symlink, if that lies under one of ``roots``.
+
+    The answer does not depend on whether the file exists, so a refusal tells a client nothing about the
+    server's files.
+
+    Raises:
+        OutsideRoots: Naming the path and the setting that would allow it.
+    """
+    resolved = Path(given).expanduser().resolve()
+    if not any(resolved == root or resolved.is_relative_to(root) for root in roots):
+        raise OutsideRoots(
+            f"{given} is outside the documents roots this server may read; the deployment sets them in "
+            f"{ROOTS_SETTING} ({os.pathsep}-separated folders)"
+        )
+    return resolved
+
+
+def max_document_bytes() -> int:
+    """The size cap of one file: ``DOCUMENT_MAX_BYTES`` or 16 MiB.
+
+    Raises:
+        ValueError: The setting is not a positive whole number.
+    """
+    raw = os.environ.get(MAX_BYTES_SETTING, "").strip()
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{MAX_BYTES_SETTING} must be a positive number of bytes, got {raw!r}")
+    return int(raw)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def read_document(given: str | Path, roots: list[Path], max_bytes: int | None = None) -> bytes:
+    """The bytes of one file under the roots: a regular file, no larger than the cap.
+
+    The resolved path is opened without following a last symlink and without blocking, and the opened file
+    is what is checked, so a FIFO, a device or a file swapped for a link after the check is never read.
+
+    Raises:
+        OutsideRoots: The path resolves outside the roots.
+        UnreadableDocument: Not a regular file, or larger than the cap.
+        OSError: The file cannot be opened.
+    """
+    limit = max_document_bytes() if max_bytes is None else max_bytes
+    path = inside_roots(given, roots)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableDocument(f"{given} is not a regular file")
+        if info.st_size > limit:
+            raise UnreadableDocument(
+                f"{path.name} is {_megabytes(info.st_size)}; files over {_megabytes(limit)} are not "
+                f"ingested ({MAX_BYTES_SETTING})"
+            )
+        data = file.read(limit + 1)
+    if len(data) > limit:  # it grew while being read
+        raise UnreadableDocument(f"{path.name} is over {_megabytes(limit)} ({MAX_BYTES_SETTING})")
+    return data
+
+
+# ── text from bytes ────────────────────────────────────────────────────────────────────────────────────
+
+
+def content_hash(data: bytes) -> str:
+    """The sha256 of a document's bytes: an unchanged file is recognised without parsing it again."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _plain(data: bytes) -> str:
+    if b"\x00" in data[:8192]:
+        raise UnreadableDocument("binary data, not text (it holds NUL bytes)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    controls = len(_CONTROL.findall(text))
+    if text and controls / len(text) > MAX_CONTROL_SHARE:
+        raise UnreadableDocument(
+            f"binary data, not text ({controls / len(text):.0%} control characters; "
+            f"text has under {MAX_CONTROL_SHARE:.0%})"
+        )
+    return text
+
+
+def _html(data: bytes) -> str:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(data, "html.parser")
+    for tag in soup(["script", "style", "noscript", "template"]):
+        tag.decompose()
+    lines = (line.strip() for line in soup.get_text("\n").splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def _pdf(data: bytes) -> str:
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise UnreadableDocument("the PDF is encrypted")
+        return "\n\n".join((page.extract_text() or "").strip() for page in reader.pages)
+    except PyPdfError as exc:
+        raise UnreadableDocument(f"not a readable PDF: {exc}") from exc
+
+
+def _docx(data: bytes) -> str:
+    import zipfile
+
+    from docx import Document as Docx
+
+    try:
+        doc = Docx(io.BytesIO(data))
+    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise UnreadableDocument(f"not a readable DOCX file: {exc}") from exc
+    parts = [p.text for p in doc.paragraphs if p.text.strip()]
+    for table in doc.tables:
+        for row in table.rows:
+            parts.append(" | ".join(cell.text.strip() for cell in row.cells))
+    return "\n".join(parts)
+
+
+def extract_text(path: Path, data: bytes) -> str:
+    """The text of a file by its type: plain text and Markdown, HTML, PDF or DOCX.
+
+    Raises:
+        UnreadableDocument: The type is not supported, the file is damaged or binary, or it holds no text.
+    """
+    suffix = path.suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        text = _plain(data)
+    elif suffix in HTML_SUFFIXES:
+        text = _html(data)
+    elif suffix in PDF_SUFFIXES:
+        text = _pdf(data)
+    elif suffix in DOCX_SUFFIXES:
+        text = _docx(data)
+    else:
+        raise UnreadableDocument(
+            f"unsupported file type {suffix or '(none)'}; supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}"
+        )
+    if not text.strip():
+        raise UnreadableDocument("no text could be extracted (a scanned PDF needs OCR first)")
+    return text
