@@ -399,6 +399,26 @@ async def test_servers_file_options_and_problems(
     assert int(text_of(await tools["rec-pid"].ainvoke({}))) == pid
 
 
+async def test_images_and_resource_links_reach_the_model_as_text_and_the_turn_goes_on(
+    llm, saver, workspace, thread, tmp_path, deploy
+):
+    deploy({"rec": stdio("rec", tmp_path / "calls.jsonl")})
+    ask = tool_reply(("rec-picture", {}))
+    llm.push(ask, text_reply("seen"))
+    out = await build_graph(checkpointer=saver).ainvoke(
+        user_message("show me"), thread, context=ctx(workspace, auto_approved=["rec-*"])
+    )
+    # langchain-openai refuses a file URL in a tool message, and a text-only model an image: both would
+    # have failed the second model call, not just the tool
+    assert out["stop_reason"] == "answered" and out["messages"][-1].content == "seen"
+    [answer] = tool_messages(llm.requests[1])
+    assert text_of(answer["content"]).split("\n") == [
+        "a red dot",
+        "[image content (image/png)]",
+        "[resource: file:///srv/dot.png]",
+    ]
+
+
 @pytest.mark.parametrize(
     ("content", "problem"),
     [

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import ContentBlock, ImageContent, ResourceLink, TextContent
 
 LABEL = os.environ.get("MCP_LABEL", "recorder")
 
@@ -89,6 +90,16 @@ def build(host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
         """A tool the servers file suppresses."""
         record("secret", {})
         return "should never be offered"
+
+    @server.tool()
+    def picture() -> list[ContentBlock]:
+        """Answer with text, an image and a link to a resource (blocks a tool message cannot carry as is)."""
+        record("picture", {})
+        return [
+            TextContent(type="text", text="a red dot"),
+            ImageContent(type="image", data="iVBORw0KGgo=", mimeType="image/png"),
+            ResourceLink(type="resource_link", uri="file:///srv/dot.png", name="dot"),
+        ]
 
     @server.tool(name="word.count")
     def word_count(text: str) -> int:
