@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, Decision, decision
 from workspace_agent.nodes.trim import assemble
-from workspace_agent.providers.prompted import digest, prompted_turn
+from workspace_agent.providers.prompted import digest, prompted_turn, retry_after_invalid
 from workspace_agent.skills.toolset import Services
 
 
@@ -44,13 +44,22 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     request: list[BaseMessage] = assemble(state["plan"], state["messages"], state.get("history") or [])
     prompted = bool(tools) and not ctx.native_tool_calling
     if prompted and any(isinstance(m, ToolMessage) for m in state["messages"]):
-        request, tools, prompted = digest(request), [], False
-        stop_reason = None
+        again = retry_after_invalid(state["messages"])  # calls written ambiguously may be written again
+        request, stop_reason = digest(request, again=again), None
+        tools, prompted = (tools, True) if again else ([], False)
     elif tools and not prompted:
         model = services.bind_tools(model, tools)
     if prompted:
-        response, retried = await prompted_turn(model, request, tools)
-        if retried:  # a call to a tool that does not exist: asked again for a plain answer
+        turn = await prompted_turn(model, request, tools, max_tokens=ctx.reply_reserve, window=ctx.window)
+        response = turn.message
+        if turn.left_out:
+            why = (
+                f"the catalog of {len(tools)} tools did not fit the window: the {len(turn.offered)} most "
+                "relevant to the message were described"
+            )
+            cut = {"offered": turn.offered, "left_out": turn.left_out}
+            decisions.append(decision("C1", "code", cut, why))
+        if turn.retried:  # a call to a tool that does not exist: asked again for a plain answer
             why = "the reply called a tool that does not exist; the model was asked again without tools"
             decisions.append(decision("C1", "model", "no such tool", why))
     else:

@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, decision
 from workspace_agent.nodes.history import conversation, prompt_text
+from workspace_agent.providers.prompted import catalog_reserve
 from workspace_agent.providers.tokens import count, count_messages, cut_middle, ensure_tokenizer, message_text
 
 SYSTEM_SHARE, HISTORY_SHARE, USER_SHARE, USER_ALONE_SHARE = 0.15, 0.15, 0.70, 0.80
@@ -133,9 +134,13 @@ def build_prompt(
     history: list[dict[str, str]],
     memories: list[str],
     context: list[str],
+    catalog: int = 0,
 ) -> tuple[dict, dict]:
-    """A plan of the request for the model (see ``assemble``) and a summary of what was cut."""
-    window, avail = ctx.window, ctx.window - ctx.reply_reserve
+    """A plan of the request for the model (see ``assemble``) and a summary of what was cut.
+
+    ``catalog`` tokens are kept free for the tool catalog a prompted model call adds to the system prompt.
+    """
+    window, avail = ctx.window, ctx.window - ctx.reply_reserve - catalog
     system_text = render_system(ctx, memories) + context_block(context)
     plan: dict = {"system": system_text, "history": list(range(len(history))), "user": None, "tools": {}}
     tokens = count_messages(assemble(plan, turn, history))
@@ -194,15 +199,17 @@ async def trim(state: AgentState, runtime: Runtime[Context]) -> dict:
     await ensure_tokenizer()
     ctx = runtime.context
     history, turn = conversation(state["messages"], ctx.history_limit)
+    prompted = state.get("route") == "agent" and not ctx.native_tool_calling
+    catalog = catalog_reserve(ctx.window) if prompted else 0
     plan, summary = build_prompt(
-        ctx, turn, history, state.get("memories") or [], state.get("context") or []
+        ctx, turn, history, state.get("memories") or [], state.get("context") or [], catalog
     )
     plan["history_limit"] = ctx.history_limit
     why = (
         f"{summary['tokens']} tokens fit the window of {ctx.window}, {ctx.reply_reserve} kept for the reply"
         if not summary["cut"]
         else f"cut to {summary['tokens']} tokens to fit {ctx.window} − {ctx.reply_reserve}"
-    )
+    ) + (f", {catalog} for the tool catalog" if catalog else "")
     return {"plan": plan, "decisions": [decision("B11", "code", summary, why)]}
 
 

@@ -1,124 +1,281 @@
 """Prompted tool calling, for models that cannot call tools natively (AnythingLLM's "untooled" path).
 
-The tools are described in the system prompt and the model answers with JSON naming a tool; small local
-models do this reliably only in plain text (often fenced, sometimes with doubled braces), so the reply is
-parsed leniently and anything that does not name a known tool is an ordinary answer. After one round of
-tool calls the model answers from a plain-text digest of the results: small models follow a digest far
-better than raw tool messages they were never trained on.
+The tools are described in the system prompt and the model answers with JSON naming them. Small local models
+copy what they are shown, so the catalog shows what a good reply looks like: one JSON list with one object per
+call, numbers unquoted, required arguments marked, enum values and the fields of object arguments spelled out.
+Every call of the reply is read (``call_parsing``); anything that names no known tool is an ordinary answer.
+After a round of calls the model answers from a plain-text digest of the results: small models follow a
+digest far better than raw tool messages they were never trained on.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from workspace_agent.providers.tokens import message_text
+from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
+from workspace_agent.providers.tokens import count, count_messages, message_text
+
+__all__ = ["PromptedTurn", "catalog", "digest", "names_a_tool", "parse_tool_calls", "prompted_turn"]
 
 INSTRUCTIONS = (
-    "You can call these tools. When one of them helps answer the user, reply with JSON only, no other text: "
-    '{"name": "<tool name>", "arguments": {...}} — or a JSON list of such objects to call several tools. '
-    "When no tool helps, answer the user normally in plain text."
+    "You can call the tools below. To call tools, reply with only a JSON list, one object per call:\n"
+    '[{"name": "<tool name>", "arguments": {...}}, {"name": "<tool name>", "arguments": {...}}]\n'
+    "Put every call the request needs in that one list; when the same tool is needed for several things, "
+    "write one object for each. Give every required argument and leave out optional ones you have no value "
+    "for. Write numbers and true/false without quotes. When no tool helps, answer the user in plain text."
 )
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+FRAME = 8  # the catalog is joined to the system prompt; a little slack for the count's approximation
+_WORD = re.compile(r"[a-z0-9]+")
+#: Share of the window trim keeps free for a prompted call's catalog (which is cut to what is left).
+CATALOG_SHARE = 0.3
+
+
+def catalog_reserve(window: int) -> int:
+    """Tokens the window check keeps free for the tool catalog of a prompted model call."""
+    return int(window * CATALOG_SHARE)
+
+
+def schema_of(tool: BaseTool) -> dict[str, Any]:
+    """A tool's arguments as JSON schema, whether it carries a pydantic model or a plain dict (MCP tools)."""
+    raw = tool.tool_call_schema
+    if raw is None:
+        return {}
+    return dict(raw) if isinstance(raw, dict) else raw.model_json_schema()
+
+
+def _resolve(spec: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    """A property with ``$ref`` and nullable ``anyOf`` unwrapped (pydantic writes ``Optional[X]`` so)."""
+    if not isinstance(spec, dict):
+        return {}
+    if "$ref" in spec:
+        target = defs.get(spec["$ref"].rsplit("/", 1)[-1], {})
+        spec = {**target, **{k: v for k, v in spec.items() if k != "$ref"}}
+    options = [o for o in spec.get("anyOf", spec.get("oneOf", [])) if o.get("type") != "null"]
+    if len(options) == 1 and "type" not in spec:
+        rest = {k: v for k, v in spec.items() if k not in ("anyOf", "oneOf")}
+        spec = {**rest, **_resolve(options[0], defs)}
+    return spec
+
+
+def _type(spec: dict[str, Any], defs: dict[str, Any]) -> str:
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "any")
+    if kind is None and spec.get("anyOf"):
+        return " or ".join(_type(_resolve(o, defs), defs) for o in spec["anyOf"] if o.get("type") != "null")
+    if kind == "array":
+        return f"list of {_type(_resolve(spec.get('items', {}), defs), defs)}"
+    return kind or ("object" if "properties" in spec else "any")
+
+
+def _argument(name: str, spec: dict[str, Any], required: bool, defs: dict[str, Any], depth: int = 0) -> str:
+    """One argument: ``name (type, required, one of ...): description``, object fields in brackets."""
+    notes = [_type(spec, defs)] + (["required"] if required else [])
+    items = _resolve(spec.get("items", {}), defs)
+    for prefix, choices in (("one of ", spec.get("enum")), ("each one of ", items.get("enum"))):
+        if choices:
+            notes.append(prefix + ", ".join(json.dumps(v, ensure_ascii=False) for v in choices))
+    default = spec.get("default")
+    if default not in (None, "", [], {}) and len(json.dumps(default)) < 30:
+        notes.append(f"default {json.dumps(spec['default'], ensure_ascii=False)}")
+    text = f"{name} ({', '.join(notes)})"
+    description = " ".join(str(spec.get("description", "")).split())
+    if description:
+        text += f": {description}"
+    fields = spec.get("properties") or items.get("properties")
+    if fields and depth < 2:
+        inner = set(spec.get("required", items.get("required", [])))
+        parts = [_argument(k, _resolve(v, defs), k in inner, defs, depth + 1) for k, v in fields.items()]
+        text += " {fields: " + "; ".join(parts) + "}"
+    return text
+
+
+def _placeholder(name: str, spec: dict[str, Any], defs: dict[str, Any]) -> str:
+    kind = _type(spec, defs)
+    if spec.get("enum"):
+        return json.dumps(spec["enum"][0], ensure_ascii=False)
+    if kind == "string":
+        return json.dumps(f"<{name}>")
+    if kind.startswith("list"):
+        return "[...]"
+    return "{...}" if kind == "object" else f"<{name}>"  # numbers and booleans are written bare
+
+
+def describe(tool: BaseTool) -> str:
+    """One tool as the catalog shows it: purpose, each argument, and an example call of it."""
+    schema = schema_of(tool)
+    defs = schema.get("$defs", schema.get("definitions", {}))
+    props = {k: _resolve(v, defs) for k, v in (schema.get("properties") or {}).items()}
+    required = [k for k in schema.get("required", []) if k in props]
+    lines = [f"- {tool.name}: {' '.join(str(tool.description or '').split())}"]
+    lines += [f"  {_argument(k, v, k in required, defs)}" for k, v in props.items()] or ["  (no arguments)"]
+    example = ", ".join(f"{json.dumps(k)}: {_placeholder(k, props[k], defs)}" for k in required)
+    lines.append(f'  example: [{{"name": {json.dumps(tool.name)}, "arguments": {{{example}}}}}]')
+    return "\n".join(lines)
 
 
 def catalog(tools: list[BaseTool]) -> str:
-    """The tools as the model reads them: name, purpose, arguments, and the exact JSON that calls each.
+    """The instructions and every tool, as appended to the system prompt."""
+    return INSTRUCTIONS + "\n\nTools:\n" + "\n".join(describe(t) for t in tools)
 
-    Small models copy what they see: shown a JSON schema they send the schema back as arguments, so each
-    tool is shown as a ready call with placeholders instead.
+
+def fit_tools(tools: list[BaseTool], query: str, budget: int | None) -> tuple[list[BaseTool], list[str]]:
+    """The tools whose catalog fits ``budget`` tokens: all if they fit, else the most relevant to ``query``.
+
+    Relevance is the share of a tool's name and description words found in the message, so the cut needs no
+    model call; the tools keep their order. Returns the kept tools and the names of those left out.
     """
-    blocks = []
-    for tool in tools:
-        raw = tool.tool_call_schema or {}
-        schema = raw if isinstance(raw, dict) else raw.model_json_schema()
-        props = schema.get("properties", {})
-        args = "; ".join(
-            f"{k} ({v.get('type', 'any')}): {v.get('description', '')}".rstrip(": ") for k, v in props.items()
-        )
-        example = json.dumps({"name": tool.name, "arguments": {k: f"<{k}>" for k in props}})
-        blocks.append(f"- {tool.name}: {tool.description}\n  arguments: {args or 'none'}\n  call: {example}")
-    return INSTRUCTIONS + "\n\nTools:\n" + "\n".join(blocks)
+    if budget is None or count(catalog(tools)) <= budget:
+        return tools, []
+    asked = set(_WORD.findall(query.lower()))
+
+    def relevance(tool: BaseTool) -> float:
+        words = set(_WORD.findall(f"{tool.name.replace('_', ' ')} {tool.description}".lower()))
+        return len(words & asked) / (len(words) ** 0.5 or 1)
+
+    ranked = sorted(tools, key=relevance, reverse=True)
+    kept: list[BaseTool] = []
+    used = count(INSTRUCTIONS) + 4
+    for tool in ranked:
+        size = count(describe(tool)) + 1
+        if used + size <= budget or not kept:
+            kept.append(tool)
+            used += size
+    return [t for t in tools if t in kept], [t.name for t in tools if t not in kept]
 
 
-def names_a_tool(text: str) -> bool:
-    """Whether a reply is shaped like a tool call at all, known name or not."""
-    for candidate in _candidates(text):
-        value = _load(candidate)
-        items = value if isinstance(value, list) else [value]
-        if any(isinstance(i, dict) and "name" in i for i in items):
-            return True
-    return False
+def coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments with numbers, booleans and lists written as strings turned into what the schema declares.
 
-
-def _candidates(text: str) -> list[str]:
-    found = [m.strip() for m in _FENCE.findall(text)]
-    stripped = text.strip()
-    found.append(stripped)
-    start = min((i for i in (stripped.find("{"), stripped.find("[")) if i >= 0), default=-1)
-    if start >= 0:
-        found.append(stripped[start:])
-    return found
-
-
-def _load(candidate: str) -> Any:
-    for variant in (candidate, candidate.replace("{{", "{").replace("}}", "}")):
-        try:
-            return json.JSONDecoder().raw_decode(variant)[0]
-        except (json.JSONDecodeError, ValueError):
+    Small models quote numbers (``"20"``); a string that reads cleanly as the declared type is what was meant.
+    Anything else is left alone for the tool's own validation to report.
+    """
+    props = schema.get("properties") or {}
+    out = dict(args)
+    for key, value in args.items():
+        kind = _type(_resolve(props.get(key, {}), schema.get("$defs", {})), {})
+        if not isinstance(value, str):
             continue
-    return None
+        text = value.strip()
+        if kind == "integer" and re.fullmatch(r"-?\d+", text):
+            out[key] = int(text)
+        elif kind == "number" and re.fullmatch(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+            out[key] = float(text) if any(c in text for c in ".eE") else int(text)
+        elif kind == "boolean" and text.lower() in ("true", "false"):
+            out[key] = text.lower() == "true"
+        elif kind.startswith("list") and text.startswith("["):
+            try:
+                out[key] = json.loads(text)
+            except ValueError:
+                pass
+    return out
 
 
 def parse_tool_calls(text: str, names: set[str]) -> list[dict[str, Any]]:
-    """Tool calls a reply asks for, as LangChain tool calls; none when it names no known tool."""
-    for candidate in _candidates(text):
-        value = _load(candidate)
-        items = value if isinstance(value, list) else [value]
-        calls = []
-        for item in items:
-            if not isinstance(item, dict) or item.get("name") not in names:
-                continue
-            args = item.get("arguments", item.get("parameters", item.get("args", {})))
-            if isinstance(args, str):
-                args = _load(args) or {}
-            calls.append(
-                {
-                    "name": item["name"],
-                    "args": args if isinstance(args, dict) else {},
-                    "id": f"call_{uuid.uuid4().hex[:12]}",
-                    "type": "tool_call",
-                }
-            )
-        if calls:
-            return calls
-    return []
+    """The valid tool calls a reply asks for, for tools known by name only."""
+    return parse_reply(text, {n: () for n in names})[0]
 
 
-def digest(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """Fold this turn's tool calls and results into the user message as plain text."""
-    first_ai = next((i for i, m in enumerate(messages) if isinstance(m, AIMessage) and m.tool_calls), None)
-    if first_ai is None:
-        return messages
-    head, exchange = messages[:first_ai], messages[first_ai:]
-    results = {m.tool_call_id: message_text(m) for m in exchange if isinstance(m, ToolMessage)}
-    lines = [
-        f"- {c['name']}({json.dumps(c['args'], ensure_ascii=False)}) returned: {results.get(c['id'], '-')}"
-        for m in exchange
-        if isinstance(m, AIMessage)
-        for c in m.tool_calls
+@dataclass
+class PromptedTurn:
+    """A prompted model call: the reply (calls parsed out), what the catalog offered, what happened."""
+
+    message: AIMessage
+    offered: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    retried: bool = False
+
+
+async def prompted_turn(
+    model: Any,
+    request: list[BaseMessage],
+    tools: list[BaseTool],
+    *,
+    max_tokens: int | None = None,
+    window: int | None = None,
+) -> PromptedTurn:
+    """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
+
+    Args:
+        model: The chat model.
+        request: The trimmed request, without the catalog.
+        tools: The tools offered.
+        max_tokens: The reply limit (the reserve trim kept free), so a runaway list cannot fill the window.
+        window: The model's window: what the request and ``max_tokens`` leave of it is the catalog's room;
+            when the whole catalog needs more, the tools most relevant to the user's message are kept.
+
+    Returns:
+        The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
+        not exist is asked again without tools, and that plain answer is returned with ``retried``.
+
+    """
+    query = next((message_text(m) for m in reversed(request) if isinstance(m, HumanMessage)), "")
+    room = window - (max_tokens or 0) - count_messages(request) - FRAME if window else None
+    offered, left_out = fit_tools(tools, query, room)
+    caller = model.bind(max_tokens=max_tokens) if max_tokens else model
+    response = await caller.with_config(tags=["nostream"]).ainvoke(with_catalog(request, offered))
+    names = [t.name for t in offered]
+    if response.response_metadata.get("finish_reason") == "length":
+        return PromptedTurn(response, names, left_out)
+    text = message_text(response)
+    schemas = {t.name: schema_of(t) for t in offered}
+    calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
+    if calls or invalid:
+        calls = [{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls]
+        meta = {**response.response_metadata, "prompted_text": text}
+        message = AIMessage(
+            "", tool_calls=calls, invalid_tool_calls=invalid, id=response.id, response_metadata=meta
+        )
+        return PromptedTurn(message, names, left_out)
+    if names_a_tool(text):
+        return PromptedTurn(await model.ainvoke(request), names, left_out, retried=True)
+    return PromptedTurn(response, names, left_out)
+
+
+def retry_after_invalid(messages: list[BaseMessage]) -> bool:
+    """Whether the turn's only round of calls had ambiguous ones: the model may then write them once more."""
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    rounds = [
+        m for m in messages[start:] if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls)
     ]
+    return len(rounds) == 1 and bool(rounds[0].invalid_tool_calls)
+
+
+def digest(messages: list[BaseMessage], *, again: bool = False) -> list[BaseMessage]:
+    """Fold this turn's tool calls and results into the user message as plain text.
+
+    A call that was not run because it was written ambiguously is listed with its error; with ``again`` the
+    model is asked to write such calls again (the catalog is then offered once more) instead of answering.
+    """
+    calling = [isinstance(m, AIMessage) and bool(m.tool_calls or m.invalid_tool_calls) for m in messages]
+    first = calling.index(True) if any(calling) else None
+    if first is None:
+        return messages
+    head, exchange = messages[:first], messages[first:]
+    results = {m.tool_call_id: message_text(m) for m in exchange if isinstance(m, ToolMessage)}
+    lines = []
+    for m in exchange:
+        if not isinstance(m, AIMessage):
+            continue
+        for c in m.tool_calls:
+            args = json.dumps(c["args"], ensure_ascii=False)
+            lines.append(f"- {c['name']}({args}) returned: {results.get(c['id'], '-')}")
+        for c in m.invalid_tool_calls:
+            lines.append(f"- {c['name']}({c['args']}) was not run: {c['error']}")
     user = head[-1]
-    note = (
-        "\n\nTool results for this question:\n"
-        + "\n".join(lines)
-        + "\nAnswer the question briefly from these results, in plain sentences, without code."
+    ask = (
+        "Write the calls that were not run again, correctly, as a JSON list; or, if the results suffice, "
+        "answer the question briefly from them in plain sentences."
+        if again
+        else "Answer the question briefly from these results, in plain sentences, without code."
     )
+    note = "\n\nTool results for this question:\n" + "\n".join(lines) + "\n" + ask
     return [*head[:-1], HumanMessage(message_text(user) + note)]
 
 
@@ -127,24 +284,3 @@ def with_catalog(messages: list[BaseMessage], tools: list[BaseTool]) -> list[Bas
     if messages and isinstance(messages[0], SystemMessage):
         return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools)), *messages[1:]]
     return [SystemMessage(catalog(tools)), *messages]
-
-
-async def prompted_turn(
-    model: Any, request: list[BaseMessage], tools: list[BaseTool]
-) -> tuple[AIMessage, bool]:
-    """One model call with the tools described in the prompt; the reply's JSON calls become tool calls.
-
-    Returns the reply and whether it named a tool that does not exist (then the model was asked again
-    without tools, and the second reply is returned).
-    """
-    response = await model.with_config(tags=["nostream"]).ainvoke(with_catalog(request, tools))
-    if response.response_metadata.get("finish_reason") == "length":
-        return response, False
-    text = message_text(response)
-    calls = parse_tool_calls(text, {t.name for t in tools})
-    if calls:
-        meta = response.response_metadata
-        return AIMessage("", tool_calls=calls, id=response.id, response_metadata=meta), False
-    if names_a_tool(text):
-        return await model.ainvoke(request), True
-    return response, False

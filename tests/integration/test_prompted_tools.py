@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
 from tests.support.helpers import decisions_of, user_message
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.providers.scripted import text_reply
+from workspace_agent.providers.tokens import count
 
 
 async def test_json_text_is_run_as_tool_calls_and_answered_from_a_digest(llm, saver, workspace, thread):
@@ -56,3 +58,62 @@ async def test_automatic_mode_without_native_tools_is_plain_chat(llm, saver, wor
         user_message("hi"), thread, context=Context(workspace=workspace, native_tool_calling=False)
     )
     assert out["route"] == "chat" and "Tools:" not in llm.requests[0]["messages"][0]["content"]
+
+
+async def test_every_call_of_a_reply_runs_and_the_digest_lists_them_all(llm, saver, workspace, thread):
+    graph = build_graph(checkpointer=saver)
+    two_blocks = (  # the shape the 0.5B model writes for two things at once (live_parallel_1-0-1)
+        '```json\n{"name": "calculate", "arguments": {"expression": "6*7"}}\n```\n'
+        '```json\n{"name": "calculate", "arguments": {"expression": "2+3"}}\n```'
+    )
+    llm.push(text_reply(two_blocks), text_reply("42 and 5"))
+    context = Context(workspace=workspace, native_tool_calling=False)
+    out = await graph.ainvoke(user_message("@agent what are 6*7 and 2+3?"), thread, context=context)
+    assert out["stop_reason"] == "answered" and out["messages"][-1].content == "42 and 5"
+    digest_text = llm.requests[1]["messages"][-1]["content"]
+    assert 'calculate({"expression": "6*7"}) returned: 42' in digest_text
+    assert 'calculate({"expression": "2+3"}) returned: 5' in digest_text
+    assert decisions_of(out, "C1")[0]["outcome"] == ["calculate", "calculate"]
+    assert max_tokens_of(llm.requests[0]) == context.reply_reserve, "a runaway list cannot fill the window"
+
+
+async def test_a_key_given_twice_goes_back_to_the_model_which_writes_the_calls_again(
+    llm, saver, workspace, thread
+):
+    graph = build_graph(checkpointer=saver)
+    doubled = '{"name": "calculate", "arguments": {"expression": "6*7", "expression": "2+3"}}'
+    again = '[{"name": "calculate", "arguments": {"expression": "6*7"}}, {"name": "calculate", "arguments": {"expression": "2+3"}}]'  # noqa: E501
+    llm.push(text_reply(doubled), text_reply(again), text_reply("42 and 5"))
+    context = Context(workspace=workspace, native_tool_calling=False)
+    out = await graph.ainvoke(user_message("@agent what are 6*7 and 2+3?"), thread, context=context)
+    assert out["stop_reason"] == "answered" and out["messages"][-1].content == "42 and 5"
+    first_round = llm.requests[1]["messages"]
+    assert "Tools:" in first_round[0]["content"], "the catalog is offered again for the repeat"
+    assert "'expression' is given more than once" in first_round[-1]["content"]
+    ran = [d["outcome"] for d in decisions_of(out, "C10") if isinstance(d["outcome"], dict)]
+    assert len(ran) == 2 and all(v == "ok" for r in ran for v in r.values())
+    assert "Tools:" not in llm.requests[2]["messages"][0]["content"], "one repeat, then the answer"
+
+
+async def test_a_catalog_too_large_for_the_window_is_cut_to_the_relevant_tools_and_recorded(
+    llm, saver, workspace, thread
+):
+    def tool(name: str, description: str) -> StructuredTool:
+        schema = {"type": "object", "properties": {"q": {"type": "string", "description": description}}}
+        return StructuredTool(name=name, description=description, args_schema=schema, func=lambda **_: "x")
+
+    many = [tool(f"gadget_{i}", f"Polishes gadget {i} with a soft cloth and some wax") for i in range(40)]
+    graph = build_graph(checkpointer=saver, tools=many)
+    llm.push(text_reply('[{"name": "calculate", "arguments": {"expression": "6*7"}}]'), text_reply("42"))
+    context = Context(workspace=workspace, native_tool_calling=False, context_window=2048)
+    out = await graph.ainvoke(user_message("@agent calculate 6*7"), thread, context=context)
+    (cut,) = [d for d in decisions_of(out, "C1") if d["decided_by"] == "code"]
+    assert "calculate" in cut["outcome"]["offered"] and len(cut["outcome"]["left_out"]) > 10
+    sent = sum(count(m["content"]) + 3 for m in llm.requests[0]["messages"]) + 5
+    assert sent + context.reply_reserve <= context.window
+    trimmed = decisions_of(out, "B11")[0]
+    assert "for the tool catalog" in trimmed["why"]
+
+
+def max_tokens_of(request: dict) -> int | None:
+    return request.get("max_tokens") or request.get("max_completion_tokens")

@@ -1,14 +1,41 @@
-"""Prompted tool calling: lenient parsing of JSON tool calls written as text, and the results digest."""
+"""Prompted tool calling: every call of a reply is read, the catalog says what the model needs, the digest.
+
+The replies below were written by the embedded model (Qwen2.5-Coder-0.5B, temperature 0) on BFCL questions
+through ``bench/bfcl.py``; the question id is given with each. A few are trimmed to the calls.
+"""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
 
-from workspace_agent.providers.prompted import catalog, digest, names_a_tool, parse_tool_calls, with_catalog
+from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
+from workspace_agent.providers.prompted import (
+    catalog,
+    coerce,
+    describe,
+    digest,
+    fit_tools,
+    parse_tool_calls,
+    retry_after_invalid,
+    with_catalog,
+)
 from workspace_agent.skills.builtin import calculate
 
 NAMES = {"calculate", "current_datetime"}
+WEATHER = {"get_current_weather": ("location", "unit")}
+
+
+def calls_of(text: str, tools: dict = WEATHER) -> list[tuple[str, dict]]:
+    calls, invalid = parse_reply(text, tools)
+    assert not invalid, invalid
+    return [(c["name"], c["args"]) for c in calls]
+
+
+# ------------------------------------------------------------------------------------------------ parsing
 
 
 def test_plain_fenced_and_brace_doubled_json_are_calls():
@@ -23,7 +50,7 @@ def test_plain_fenced_and_brace_doubled_json_are_calls():
         assert [(c["name"], c["args"]) for c in calls] == [("calculate", {"expression": "2+2"})], text
 
 
-def test_a_list_names_several_calls():
+def test_a_json_list_gives_every_call_with_its_own_id():
     calls = parse_tool_calls(
         '[{"name": "calculate", "arguments": {"expression": "1"}}, '
         '{"name": "current_datetime", "arguments": {}}]',
@@ -33,6 +60,88 @@ def test_a_list_names_several_calls():
     assert len({c["id"] for c in calls}) == 2
 
 
+def test_several_fenced_blocks_are_several_calls():
+    text = (  # live_parallel_1-0-1, before the fix: only Boston ran
+        '```json\n{\n  "name": "get_current_weather",\n  "arguments": {\n'
+        '    "location": "Boston, MA"\n  }\n}\n```\n'
+        '```json\n{\n  "name": "get_current_weather",\n  "arguments": {\n'
+        '    "location": "San Francisco, CA"\n  }\n}\n```'
+    )
+    assert calls_of(text) == [
+        ("get_current_weather", {"location": "Boston, MA"}),
+        ("get_current_weather", {"location": "San Francisco, CA"}),
+    ]
+
+
+def test_objects_one_per_line_are_several_calls():
+    text = (
+        '{"name": "get_current_weather", "arguments": {"location": "Boston, MA"}}\n'
+        '{"name": "get_current_weather", "arguments": {"location": "San Francisco, CA"}}'
+    )
+    assert [a["location"] for _, a in calls_of(text)] == ["Boston, MA", "San Francisco, CA"]
+
+
+def test_a_call_nested_under_the_previous_one_is_split_out():
+    text = (  # the old catalog's "call:" line, copied as a key
+        '{"name": "get_current_weather", "arguments": {"location": "Boston, MA"}, "call": '
+        '{"name": "get_current_weather", "arguments": {"location": "San Francisco, CA", "call": '
+        '{"name": "get_current_weather", "arguments": {"location": "Chicago, IL"}}}}}'
+    )
+    assert [a["location"] for _, a in calls_of(text)] == ["Boston, MA", "San Francisco, CA", "Chicago, IL"]
+    assert all("call" not in a for _, a in calls_of(text))
+
+
+def test_a_parameter_whose_value_looks_like_a_call_is_kept():
+    tools = {"schedule": ("task",)}
+    text = '{"name": "schedule", "arguments": {"task": {"name": "schedule", "arguments": {}}}}'
+    assert calls_of(text, tools) == [("schedule", {"task": {"name": "schedule", "arguments": {}}})]
+
+
+def test_a_key_given_twice_is_an_error_for_the_model_not_a_silent_choice():
+    text = (
+        '{"name": "get_current_weather", "arguments": '
+        '{"location": "Boston, MA", "location": "San Francisco, CA"}}'
+    )
+    calls, invalid = parse_reply(text, WEATHER)
+    assert calls == []
+    (bad,) = invalid
+    assert bad["name"] == "get_current_weather" and "'location'" in bad["error"]
+    assert "Boston, MA" in bad["args"] and "San Francisco, CA" in bad["args"], "both values are shown back"
+
+
+def test_near_json_is_accepted():
+    text = "[{'name': 'get_current_weather', 'arguments': {'location': 'Boston, MA', 'unit': None,},},]"
+    assert calls_of(text) == [("get_current_weather", {"location": "Boston, MA", "unit": None})]
+    flags = '{"name": "set", "arguments": {"on": True, "off": False, "n": -1.5e2}}'
+    assert calls_of(flags, {"set": ("on", "off", "n")}) == [("set", {"on": True, "off": False, "n": -150.0})]
+
+
+def test_names_differing_in_dots_or_case_mean_the_known_tool():
+    tools = {"spotify.play": ("artist",)}
+    assert calls_of('{"name": "spotify_play", "arguments": {"artist": "X"}}', tools) == [
+        ("spotify.play", {"artist": "X"})
+    ]
+
+
+def test_other_common_shapes():
+    openai_style = (
+        '{"type": "function", "function": {"name": "get_current_weather", "arguments": {"location": "A"}}}'
+    )
+    by_name = '{"get_current_weather": {"location": "B"}}'
+    wrapped = '{"tool_calls": [{"name": "get_current_weather", "arguments": {"location": "C"}}]}'
+    for text, where in ((openai_style, "A"), (by_name, "B"), (wrapped, "C")):
+        assert calls_of(text) == [("get_current_weather", {"location": where})], text
+
+
+def test_a_reply_cut_off_keeps_the_calls_that_were_complete():
+    text = (
+        '[{"name": "get_current_weather", "arguments": {"location": "A"}}, '
+        '{"name": "get_current_weather", "arguments": {"location": "B"}}, '
+        '{"name": "get_current_weather", "argu'
+    )
+    assert [a["location"] for _, a in calls_of(text)] == ["A", "B"]
+
+
 def test_unknown_names_and_prose_mean_no_tool():
     assert parse_tool_calls('{"name": "rm_rf", "arguments": {}}', NAMES) == []
     assert parse_tool_calls("The answer is 4. {not json}", NAMES) == []
@@ -40,24 +149,104 @@ def test_unknown_names_and_prose_mean_no_tool():
     assert names_a_tool('{"name": "rm_rf", "arguments": {}}') and not names_a_tool("The answer is 4.")
 
 
-def test_catalog_describes_tools_in_the_system_prompt():
+# ------------------------------------------------------------------------------------------------ catalog
+
+
+class Place(BaseModel):
+    city: str = Field(description="City name")
+    zip_code: int | None = None
+
+
+def book(
+    hotel: str,
+    nights: int,
+    place: Place,
+    unit: Literal["celsius", "fahrenheit"] = "celsius",
+    tags: list[str] | None = None,
+) -> str:
+    """Book a hotel."""
+    return "ok"
+
+
+def test_catalog_shows_types_required_enums_object_fields_and_a_list_example():
+    text = catalog([StructuredTool.from_function(book)])
+    assert "JSON list, one object per call" in text
+    assert "nights (integer, required)" in text
+    assert 'unit (string, one of "celsius", "fahrenheit", default "celsius")' in text
+    assert "place (object, required)" in text and "city (string, required): City name" in text
+    assert "tags (list of string)" in text
+    example = '[{"name": "book", "arguments": {"hotel": "<hotel>", "nights": <nights>, "place": {...}}}]'
+    assert f"  example: {example}" in text
+    assert "  call:" not in text, "a call: line gets copied as a key"
+
+
+def test_json_schema_tools_and_pydantic_tools_are_described_alike():
+    pydantic_tool = StructuredTool.from_function(calculate)
+    schema = pydantic_tool.tool_call_schema.model_json_schema()
+    mcp_like = StructuredTool(
+        name="calculate", description=pydantic_tool.description, args_schema=schema, func=lambda **_: ""
+    )
+    assert isinstance(mcp_like.tool_call_schema, dict)
+    assert describe(mcp_like) == describe(pydantic_tool)
+    assert "expression (string, required)" in describe(mcp_like)
+
+
+def test_with_catalog_appends_to_the_system_prompt():
     tool = StructuredTool.from_function(calculate)
-    text = catalog([tool])
-    assert "calculate" in text and "expression (string)" in text
-    assert '{"name": "calculate", "arguments": {"expression": "<expression>"}}' in text
     out = with_catalog([SystemMessage("be nice"), HumanMessage("hi")], [tool])
-    assert out[0].content.startswith("be nice") and "calculate" in out[0].content
+    assert out[0].content.startswith("be nice") and "- calculate:" in out[0].content
 
 
-def test_digest_folds_results_into_the_user_message():
+def test_a_catalog_too_large_keeps_the_tools_most_relevant_to_the_message():
+    def tool(name: str, description: str) -> StructuredTool:
+        schema = {"type": "object", "properties": {"q": {"type": "string", "description": description}}}
+        return StructuredTool(name=name, description=description, args_schema=schema, func=lambda **_: "")
+
+    tools = [tool(f"tool_{i}", f"Does unrelated thing {i} with widgets and gadgets") for i in range(30)]
+    tools.insert(17, tool("weather_forecast", "Forecast the weather of a city for the next days"))
+    kept, left_out = fit_tools(tools, "What will the weather be in Paris?", budget=400)
+    assert "weather_forecast" in [t.name for t in kept]
+    assert left_out and len(kept) + len(left_out) == 31
+    assert fit_tools(tools, "anything", budget=None) == (tools, [])
+
+
+def test_numbers_booleans_and_lists_written_as_strings_get_the_declared_type():
+    schema = {
+        "properties": {
+            "n": {"type": "integer"},
+            "x": {"type": "number"},
+            "on": {"type": "boolean"},
+            "ids": {"type": "array", "items": {"type": "integer"}},
+            "s": {"type": "string"},
+        }
+    }
+    args = {"n": "20", "x": "0.5", "on": "True", "ids": "[1, 2]", "s": "7", "extra": "3"}
+    assert coerce(args, schema) == {"n": 20, "x": 0.5, "on": True, "ids": [1, 2], "s": "7", "extra": "3"}
+    assert coerce({"n": "twenty"}, schema) == {"n": "twenty"}, "what does not read cleanly is left alone"
+
+
+# ------------------------------------------------------------------------------------------------ digest
+
+
+def test_digest_folds_results_and_unrun_calls_into_the_user_message():
     call = {"name": "calculate", "args": {"expression": "6*7"}, "id": "c1", "type": "tool_call"}
+    bad = {
+        "name": "calculate",
+        "args": '{"expression": "1", "expression": "2"}',
+        "id": "c2",
+        "error": "twice",
+        "type": "invalid_tool_call",
+    }
     messages = [
         SystemMessage("s"),
         HumanMessage("what is 6*7?"),
-        AIMessage("", tool_calls=[call]),
+        AIMessage("", tool_calls=[call], invalid_tool_calls=[bad]),
         ToolMessage("42", tool_call_id="c1"),
+        ToolMessage("Not run", tool_call_id="c2", status="error"),
     ]
     out = digest(messages)
     assert [type(m) for m in out] == [SystemMessage, HumanMessage]
     assert 'calculate({"expression": "6*7"}) returned: 42' in out[1].content
-    assert out[1].content.startswith("what is 6*7?")
+    assert "was not run: twice" in out[1].content and out[1].content.startswith("what is 6*7?")
+    assert retry_after_invalid(messages) and "again" in digest(messages, again=True)[1].content
+    assert not retry_after_invalid([*messages, AIMessage("", invalid_tool_calls=[bad])]), "one retry only"
