@@ -167,7 +167,7 @@ class McpHub:
 
     def _result(self, entry: _Entry, servers: Sequence[str] | None, timeout: float) -> McpLoad:
         """The load, assembled once per version of the servers' state (tool objects stay the same)."""
-        key = (entry.generation, timeout, tuple(servers) if isinstance(servers, list | tuple) else servers)
+        key = (entry.generation, timeout, repr(servers))  # repr: a bad value may be unhashable
         done = entry.assembled.get(key)
         if done is None:
             if len(entry.assembled) > 256:

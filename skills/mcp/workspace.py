@@ -47,7 +47,7 @@ def select(names: Sequence[str] | None, file: ServersFile) -> tuple[list[str], l
     """The servers a workspace uses, in file order, and the problems with its list of names."""
     if names is None:
         return list(file.order), []
-    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
         return [], [f"mcp_servers must be a list of server names, got {names!r}; no MCP tools are offered"]
     unknown = [n for n in dict.fromkeys(names) if n not in file.order]
     known = ", ".join(file.order) or "none"
