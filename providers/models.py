@@ -29,6 +29,13 @@ from workspace_agent.providers.loops import loop_local
 _FAULTS = (openai.OpenAIError, ValueError, TypeError, KeyError, IndexError, AttributeError)
 
 
+def _carries_reply(chunk: ChatGenerationChunk) -> bool:
+    """Whether a streamed chunk is part of an answer (a chunk made of no ``choices`` is not)."""
+    message: Any = chunk.message
+    finished = (chunk.generation_info or {}).get("finish_reason")
+    return bool(message.content or message.tool_call_chunks or finished)
+
+
 class ModelEndpointError(RuntimeError):
     """The model endpoint could not give an answer; the message says which endpoint and what to change."""
 
@@ -101,7 +108,7 @@ class EndpointChatOpenAI(ChatOpenAI):
         seen = False
         try:
             for chunk in super()._stream(*args, **kwargs):
-                seen = True
+                seen = seen or _carries_reply(chunk)
                 yield chunk
         except _FAULTS as exc:
             raise self._fault(exc) from exc
@@ -112,7 +119,7 @@ class EndpointChatOpenAI(ChatOpenAI):
         seen = False
         try:
             async for chunk in super()._astream(*args, **kwargs):
-                seen = True
+                seen = seen or _carries_reply(chunk)
                 yield chunk
         except _FAULTS as exc:
             raise self._fault(exc) from exc

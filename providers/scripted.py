@@ -81,7 +81,8 @@ class ScriptedLLM:
     """An OpenAI-compatible server on loopback whose replies come from a script.
 
     Replies are taken from ``script`` in order; when it is empty, ``rule`` decides from the request. A reply
-    may carry ``delay`` (seconds before answering) and ``status`` (an HTTP error code to fail with).
+    may carry ``delay`` (seconds before answering; a long one is a hung model), ``status`` (an HTTP error
+    code to fail with) and ``fault`` (``garbage`` or ``empty_choices``: a broken endpoint).
     """
 
     script: list[Reply] = field(default_factory=list)
@@ -218,6 +219,23 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _send_fault(self, fault: str, stream: bool) -> None:
+            """A broken endpoint: ``garbage`` (a body that is no completion) or ``empty_choices``."""
+            if fault == "garbage":
+                data = b"<html><body>502 Bad Gateway (not JSON)</body></html>"
+                kind = "text/event-stream" if stream else "application/json"
+            elif stream:
+                chunk = {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 0, "choices": []}
+                data, kind = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode(), "text/event-stream"
+            else:
+                empty = {"id": "chatcmpl-x", "object": "chat.completion", "created": 0, "choices": []}
+                data, kind = json.dumps(empty | {"model": "x"}).encode(), "application/json"
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def do_GET(self) -> None:
             self._send_json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
 
@@ -245,6 +263,9 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             reply = llm.next_reply(request)
             if reply.get("delay"):
                 time.sleep(float(reply["delay"]))
+            if reply.get("fault"):
+                self._send_fault(reply["fault"], bool(request.get("stream")))
+                return
             if reply.get("status"):
                 self._send_json(
                     int(reply["status"]),
