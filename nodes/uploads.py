@@ -58,7 +58,9 @@ def upload_limit() -> int:
 
 
 def _size(n: int) -> str:
-    return f"{n} bytes" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1024**2 else f"{n / 1024**2:.1f} MiB"
+    if n < 1024:
+        return f"{n} bytes"
+    return f"{n} bytes ({n / 1024:.1f} KiB)" if n < 1024**2 else f"{n} bytes ({n / 1024**2:.1f} MiB)"
 
 
 def _payload(block: dict[str, Any]) -> tuple[str, str]:
