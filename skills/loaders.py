@@ -104,7 +104,7 @@ def max_document_bytes() -> int:
 
 
 def _megabytes(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"
+    return f"{size / 1_000_000:.1f} MB" if size >= 1_000_000 else f"{size / 1000:.1f} kB"
 
 
 def read_document(given: str | Path, roots: list[Path], max_bytes: int | None = None) -> bytes:
