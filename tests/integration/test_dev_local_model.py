@@ -1,0 +1,90 @@
+"""``langgraph dev`` with no model settings answers from the embedded local model (marker ``local_model``).
+
+As a new user runs it: no ``OPENAI_BASE_URL``, no key, no ``CHAT_MODEL``, no ``DATABASE_URL``. The dev
+server starts the shared local model server on first use, applies the model's facts (prompted tools, a
+4096-token window), and a CLI run in the same data folder at the same time uses the same model server and
+the same database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+
+from tests.conftest import ROOT, start_dev_server, stop_process
+from workspace_agent.providers.model_server import find_shared_model, stop_shared_model
+
+pytestmark = [pytest.mark.local_model, pytest.mark.timeout(900)]
+
+MODEL_SETTINGS = (
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "CHAT_MODEL",
+    "NATIVE_TOOL_CALLING",
+    "CONTEXT_WINDOW",
+    "DATABASE_URL",
+    "EMBEDDING_MODEL",
+)
+
+
+def bare_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in MODEL_SETTINGS}
+    return env | {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false"}
+
+
+def model_server_processes() -> list[str]:
+    """Command lines of the model server processes serving this data folder's model file."""
+    home = os.environ["WORKSPACE_AGENT_HOME"]
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "providers.model_server" in args and home in args:
+            found.append(args)
+    return found
+
+
+async def test_dev_server_without_settings_answers_from_the_local_model(tmp_path: Path, database_url):
+    stop_shared_model()
+    proc, url = start_dev_server(bare_env(), tmp_path / "dev.log")
+    try:
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        out = await client.runs.wait(
+            thread["thread_id"], "agent", input={"messages": [{"role": "user", "content": "hello"}]}
+        )
+        assert "__error__" not in out, out
+        answer = out["messages"][-1]
+        assert answer["type"] == "ai" and answer["content"].strip(), out
+        a3 = next(d for d in out["decisions"] if d["id"] == "A3")
+        assert a3["outcome"] == "chat" and "natively" in a3["why"]  # the provider's fact, not True
+        b11 = next(d for d in out["decisions"] if d["id"] == "B11")
+        assert "4096" in b11["why"], b11  # the server's real window, not the family's 32768
+        model = find_shared_model()
+        assert model is not None and model.n_ctx == 4096
+
+        # A CLI at the same time, same data folder: the same model server and the same database.
+        cli = Path(sys.executable).with_name("workspace-agent")
+        done = subprocess.run(
+            [str(cli), "ask", "--json", "Say hi."],
+            cwd=ROOT,
+            env=bare_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout.strip().splitlines()[-1])["answer"].strip()
+        assert find_shared_model() == model
+        assert len(model_server_processes()) == 1, model_server_processes()
+    finally:
+        stop_process(proc)
+        stop_shared_model()
