@@ -53,10 +53,10 @@ def _prepare_endpoint(console: Console) -> None:
     if os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"):
         return
     try:
-        from workspace_agent.providers.local_model import ensure_local_model_server
+        from workspace_agent.providers.model_server import shared_model_server
 
         with console.status("starting the local model…"):
-            server = ensure_local_model_server()
+            server = shared_model_server()  # the one the CLI's chat and the dev server share
     except Exception as exc:  # not installed or not startable: the report will say no model is configured
         console.print(f"[yellow]no model endpoint and no local model ({exc})[/]")
         return
