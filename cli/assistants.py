@@ -22,7 +22,6 @@ import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from rich.console import Console
-from rich.table import Table
 
 GRAPHS = ("agent", "ingest", "memory")
 DEFAULT_SERVER = "http://127.0.0.1:2026"
@@ -118,10 +117,16 @@ async def ensure(
             if context_of(created) == context:
                 return created, "created"
             existing = created  # a racing creator won with other settings: converge on ours below
-    if context_of(existing) == context:
-        return existing, "unchanged"
-    updated = await client.assistants.update(existing["assistant_id"], context=context)
-    return updated, "updated"
+    for attempt in range(3):
+        if context_of(existing) == context:
+            return existing, "unchanged"
+        try:
+            return await client.assistants.update(existing["assistant_id"], context=context), "updated"
+        except httpx.HTTPStatusError:  # Aegra: two updates at once collide on the next version number
+            if attempt == 2:
+                raise
+            existing = await client.assistants.get(existing["assistant_id"])
+    raise AssertionError("unreachable")
 
 
 async def listing(client: LangGraphClient, workspace: str | None) -> list[dict[str, Any]]:
@@ -153,16 +158,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """The workspace settings given on the command line: ``--mode`` and ``--set FIELD=VALUE``."""
-    values: dict[str, Any] = {"chat_mode": args.mode} if args.mode else {}
-    for item in args.set:
-        name, sep, raw = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"--set needs FIELD=VALUE, got {item!r}")
-        try:
-            values[name] = json.loads(raw)
-        except json.JSONDecodeError:
-            values[name] = raw
-    return values
+    from workspace_agent.graphs.context import Context, parse_assignments
+    from workspace_agent.graphs.memory import MemoryContext
+    from workspace_agent.nodes.ingest.state import IngestContext
+
+    schema = {"agent": Context, "memory": MemoryContext, "ingest": IngestContext}[args.graph]
+    return ({"chat_mode": args.mode} if args.mode else {}) | parse_assignments(args.set, schema)
 
 
 def command(args: argparse.Namespace, console: Console | None = None) -> int:
@@ -179,12 +180,9 @@ def command(args: argparse.Namespace, console: Console | None = None) -> int:
                 highlight=False,
             )
             return 0
-        table = Table("workspace", "graph", "assistant_id", "context", title=f"assistants on {args.server}")
-        for a in await listing(client, None if args.all else args.workspace):
-            table.add_row(
-                a["metadata"]["workspace"], a["graph_id"], a["assistant_id"], json.dumps(context_of(a))
-            )
-        console.print(table)
+        for a in await listing(client, None if args.all else args.workspace):  # one line each, for scripts
+            fields = [a["metadata"]["workspace"], a["graph_id"], a["assistant_id"], json.dumps(context_of(a))]
+            console.print("\t".join(fields), highlight=False, markup=False, soft_wrap=True)
         return 0
 
     try:

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from workspace_agent.checkpoints.db import run
+from workspace_agent.cli import assistants
 from workspace_agent.cli.chat import console, err, prepare_endpoint, session
 from workspace_agent.graphs.context import Context, parse_assignments
 
@@ -63,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     edit.add_argument("content")
     delete = memory_sub.add_parser("delete", help="forget a memory")
     delete.add_argument("memory_id", type=int)
+    assistants.add_parser(sub)
     return parser
 
 
@@ -149,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             return _db(args.action)
         if args.command == "model":
             return _model(args.action)
+        if args.command == "assistant":
+            return assistants.command(args, console)
         _context(args)  # a bad flag is reported before a model is started for nothing
         endpoint = prepare_endpoint(args.demo)  # may set the demo's endpoint, whose facts the context takes
         return run(session(args, endpoint, _context(args)))

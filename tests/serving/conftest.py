@@ -100,37 +100,66 @@ class Served:
                 self.proc.kill()
                 self.proc.wait()
 
+    def instance_pids(self) -> set[int]:
+        """The pids of the launcher's uvicorn children."""
+        assert self.proc is not None
+        children = subprocess.run(
+            ["pgrep", "-P", str(self.proc.pid), "-f", "aegra_api"], capture_output=True, text=True
+        )
+        return {int(p) for p in children.stdout.split()}
+
     def logs(self) -> str:
         """Everything the launcher and its instances wrote, for failure messages."""
         return "\n".join(f"== {p.name}\n{p.read_text()[-4000:]}" for p in sorted(self.log_dir.glob("*.log")))
+
+
+def _launch(
+    python: Path,
+    database_url: str,
+    llm_server,
+    tmp: pytest.TempPathFactory,
+    instances: int,
+    port: int | None = None,
+    **env: str,
+) -> Served:
+    log_dir = tmp.mktemp("serve")
+    base = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": "test",
+        "CHAT_MODEL": "scripted",
+        "SERVE_LOG_DIR": str(log_dir),
+        "MEMORY_EXTRACTION_INTERVAL": "off",
+        "LOG_LEVEL": "WARNING",
+    }
+    return Served(python, log_dir, base | env, instances, port or _free_ports(instances)).start()
 
 
 @pytest.fixture
 def serve(
     serving_env: Path, database_url: str, llm_server, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[..., Served]]:
-    """Start launchers: ``serve(instances=1, **env)``; all are stopped at the end of the test."""
+    """Start launchers: ``serve(instances=1, port=None, **env)``; all are stopped at the end of the test."""
     started: list[Served] = []
 
     def start(instances: int = 1, port: int | None = None, **env: str) -> Served:
-        log_dir = tmp_path_factory.mktemp("serve")
-        base = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "OPENAI_BASE_URL": llm_server.base_url,
-            "OPENAI_API_KEY": "test",
-            "CHAT_MODEL": "scripted",
-            "SERVE_LOG_DIR": str(log_dir),
-            "MEMORY_EXTRACTION_INTERVAL": "off",
-            "LOG_LEVEL": "WARNING",
-        }
-        served = Served(serving_env, log_dir, base | env, instances, port or _free_ports(instances))
-        started.append(served)
-        return served.start()
+        started.append(
+            _launch(serving_env, database_url, llm_server, tmp_path_factory, instances, port, **env)
+        )
+        return started[-1]
 
     yield start
     for served in started:
         served.stop()
+
+
+@pytest.fixture(scope="session")
+def served_url(serving_env: Path, database_url: str, llm_server, tmp_path_factory) -> Iterator[str]:
+    """One ``make serve`` instance shared by the tests that do not restart or kill it."""
+    served = _launch(serving_env, database_url, llm_server, tmp_path_factory, 1)
+    yield served.urls[0]
+    served.stop()
 
 
 def _free_ports(n: int) -> int:
