@@ -88,3 +88,22 @@ async def test_dev_server_without_settings_answers_from_the_local_model(tmp_path
     finally:
         stop_process(proc)
         stop_shared_model()
+
+
+def test_processes_starting_at_once_share_one_model_server(database_url):
+    """Two processes that both need the model at the same moment: one server, no port clash."""
+    stop_shared_model()
+    code = "from workspace_agent.providers.model_server import shared_model_server as s; print(s().pid)"
+    try:
+        starters = [
+            subprocess.Popen([sys.executable, "-c", code], env=bare_env(), stdout=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
+        pids = {p.communicate(timeout=600)[0].strip() for p in starters}
+        assert len(pids) == 1 and all(p.returncode == 0 for p in starters), pids
+        assert len(model_server_processes()) == 1
+        # It outlives the processes that started it, and a stop ends it.
+        assert find_shared_model() is not None and str(find_shared_model().pid) in pids
+        assert stop_shared_model() and find_shared_model() is None
+    finally:
+        stop_shared_model()

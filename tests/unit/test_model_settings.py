@@ -1,0 +1,57 @@
+"""One source of model settings: the provider's facts reach every Context, and a run cannot exceed them."""
+
+from __future__ import annotations
+
+import pytest
+
+from workspace_agent.graphs.context import Context
+from workspace_agent.providers.endpoint import model_settings
+from workspace_agent.providers.model_file import DEFAULT_MODEL_NAME
+
+SETTINGS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALLING", "CONTEXT_WINDOW")
+
+
+@pytest.fixture
+def bare(monkeypatch):
+    for name in (*SETTINGS, "LOCAL_MODEL_CONTEXT", "LOCAL_MODEL_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_no_settings_means_the_local_model_with_its_own_facts(bare):
+    settings = model_settings()
+    assert settings.kind == "local" and settings.base_url is None
+    context = Context()
+    assert context.model == DEFAULT_MODEL_NAME  # a qwen2.5-coder name: the family table would say 32768
+    assert context.native_tool_calling is False
+    assert context.context_window == 4096 and context.window == 4096
+
+
+def test_a_run_cannot_claim_a_bigger_window_than_the_model_has(bare):
+    assert Context(context_window=32_768).window == 4096
+    assert Context(context_window=2048).window == 2048  # narrowing is fine
+
+
+def test_a_configured_endpoint_is_native_and_looked_up_by_family(bare):
+    bare.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    bare.setenv("CHAT_MODEL", "gpt-4o")
+    context = Context()
+    assert context.native_tool_calling is True and context.window == 128_000
+    bare.setenv("NATIVE_TOOL_CALLING", "false")
+    bare.setenv("CONTEXT_WINDOW", "16000")
+    context = Context()
+    assert context.native_tool_calling is False and context.window == 16_000
+    assert Context(context_window=64_000).window == 16_000
+
+
+def test_only_an_api_key_means_openai_itself(bare):
+    bare.setenv("OPENAI_API_KEY", "sk-test")
+    settings = model_settings()
+    assert settings.kind == "endpoint" and settings.base_url == "https://api.openai.com/v1"
+    assert settings.model == "gpt-4o-mini"
+
+
+def test_a_bad_setting_names_the_variable(bare):
+    bare.setenv("NATIVE_TOOL_CALLING", "maybe")
+    with pytest.raises(ValueError, match="NATIVE_TOOL_CALLING"):
+        model_settings()
