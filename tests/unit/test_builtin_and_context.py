@@ -17,7 +17,10 @@ def test_calculate_does_arithmetic_and_nothing_else():
             calculate(bad)
 
 
-def test_context_windows_and_validation():
+def test_context_windows_and_validation(monkeypatch):
+    # The family table applies to a configured endpoint; the embedded model's own window is its fact.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.delenv("CONTEXT_WINDOW", raising=False)
     assert Context(model="gpt-4o-mini").window == 128_000
     assert Context(model="something-local").window == 8192
     assert Context(model="x", context_window=4096).window == 4096
