@@ -6,46 +6,20 @@ choosing (or forging) them.
 
 from __future__ import annotations
 
-import ast
-import operator
+import asyncio
 from datetime import datetime
-from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
 from workspace_agent.checkpoints.chatlog import Records
+from workspace_agent.skills.calculator import calculate
 from workspace_agent.skills.document_tools import document_tools
+from workspace_agent.skills.workers import workers
 
-_OPS: dict[type, Any] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-}
+__all__ = ["builtin_tools", "calculate", "current_datetime"]
 
-
-def _evaluate(node: ast.AST) -> float:
-    if isinstance(node, ast.Expression):
-        return _evaluate(node.body)
-    if (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, int | float)
-        and not isinstance(node.value, bool)
-    ):
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > 100:
-            raise ValueError("exponent too large")
-        return _OPS[type(node.op)](left, right)
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_evaluate(node.operand))
-    raise ValueError(f"unsupported expression element: {ast.dump(node)[:40]}")
+#: A backstop for calls outside a turn; within one, ``tool_timeout`` stops the worker first.
+WORKER_TIMEOUT = 60.0
 
 
 def current_datetime() -> str:
@@ -54,9 +28,10 @@ def current_datetime() -> str:
     return f"{now.isoformat(timespec='seconds')} ({now:%A})"
 
 
-def calculate(expression: str) -> str:
+async def calculate_in_worker(expression: str) -> str:
     """Evaluate an arithmetic expression with + - * / // % ** and parentheses, e.g. "(3 + 4) * 2"."""
-    return str(_evaluate(ast.parse(expression, mode="eval")))
+    async with asyncio.timeout(WORKER_TIMEOUT):
+        return await workers.run(calculate, expression)
 
 
 def builtin_tools(workspace: str, user_id: str, records: Records) -> list[BaseTool]:
@@ -71,7 +46,8 @@ def builtin_tools(workspace: str, user_id: str, records: Records) -> list[BaseTo
 
     return [
         StructuredTool.from_function(current_datetime),
-        StructuredTool.from_function(calculate),
+        # Bounded arithmetic, in a worker process all the same: tool_timeout can then stop it for real.
+        StructuredTool.from_function(func=calculate, coroutine=calculate_in_worker, name="calculate"),
         StructuredTool.from_function(coroutine=save_note, name="save_note"),
         *document_tools(workspace),
     ]
