@@ -19,7 +19,9 @@ from langgraph.store.base import BaseStore
 
 from workspace_agent.checkpoints.chatlog import PostgresRecords, Records
 from workspace_agent.checkpoints.chunks import DocumentStore
+from workspace_agent.checkpoints.turn_lock import one_turn_at_a_time
 from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.forks import forking
 from workspace_agent.graphs.runnables import node
 from workspace_agent.graphs.state import AgentState, InputState, OutputState
 from workspace_agent.nodes.approve import approve
@@ -86,7 +88,8 @@ def build_graph(
     builder.add_conditional_edges("approve", route_tool_calls, ["execute_tool", "trim"])
     builder.add_edge("execute_tool", "trim")
     builder.add_edge("finish", END)
-    return builder.compile(checkpointer=checkpointer, store=store, name="workspace-agent")
+    compiled = builder.compile(checkpointer=checkpointer, store=store, name="workspace-agent")
+    return one_turn_at_a_time(forking(compiled))  # one turn per thread; a resume at an older checkpoint forks
 
 
 graph = build_graph()

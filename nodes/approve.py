@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.forks import fork_of
 from workspace_agent.graphs.state import AgentState, Decision, decision
 from workspace_agent.skills.toolset import Services, Toolset
 
@@ -167,6 +168,8 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
         else:
             ask.append(call)
     approved = {c["id"]: c for c in runnable if c not in ask}
+    forked = fork_of()
+    on_fork = f" (on a fork of checkpoint {forked})" if forked else ""
     if ask:
         error = None
         while True:  # a bad resume asks again with the error: nothing runs, the approval stays pending
@@ -196,7 +199,7 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
                     _decision_id(toolset, call["name"]),
                     "person",
                     {call["id"]: d["type"]},
-                    d.get("message") or f"{call['name']}: {d['type']}",
+                    (d.get("message") or f"{call['name']}: {d['type']}") + on_fork,
                 )
             )
     calls = [approved.get(c["id"], c) for c in ai.tool_calls]

@@ -1,0 +1,89 @@
+"""A resume that names an older checkpoint forks the thread, as Studio does; each branch keeps its own record.
+
+LangGraph resumes at a checkpoint the thread has moved past by rerunning its tasks, but the answer an
+interrupted task got there the first time is still stored on that checkpoint and comes back first: the
+approve node would take the old decision for the new one (a person's "reject" on the fork ran the tool
+again). So a resume addressed to an older checkpoint first copies it (``update_state(...,
+as_node="__copy__")``, what Studio's fork does) and resumes the copy, which holds no answers yet. The run's
+config then names the checkpoint it forked (``FORK_KEY``), so ``approve`` can say that its approval came
+from a fork. The original branch's checkpoints are not written to.
+
+The same class serves in-process and under a server: ``langgraph dev`` and Aegra copy the compiled graph
+with their own checkpointer, and the copy keeps its class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.config import get_config
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+
+FORK_KEY = "workspace_agent_fork_of"
+
+
+def fork_of() -> str | None:
+    """The checkpoint this run forked, inside a node; ``None`` on a thread's own line."""
+    try:
+        return get_config()["configurable"].get(FORK_KEY)
+    except RuntimeError:  # called outside a run
+        return None
+
+
+def _target(graph: CompiledStateGraph, input: Any, config: RunnableConfig | None) -> dict[str, Any] | None:
+    """The configurable of a resume addressed to a checkpoint, or ``None`` when nothing could fork."""
+    conf = dict((config or {}).get("configurable") or {})
+    conf.pop(FORK_KEY, None)  # only this module says a run is a fork, never a caller
+    resumes = isinstance(input, Command) and input.resume is not None
+    addressed = conf.get("checkpoint_id") and conf.get("thread_id") and not conf.get("checkpoint_ns")
+    return conf if resumes and addressed and isinstance(graph.checkpointer, BaseCheckpointSaver) else None
+
+
+def _at(conf: dict[str, Any], checkpoint_id: str | None = None) -> RunnableConfig:
+    at = {"thread_id": conf["thread_id"], "checkpoint_ns": ""}
+    return {"configurable": {**at, "checkpoint_id": checkpoint_id} if checkpoint_id else at}
+
+
+def _cleaned(config: RunnableConfig | None, fork: str | None = None) -> RunnableConfig | None:
+    """The config without a caller's fork marker; on a fork, marked and pointed at the copy (the head)."""
+    conf = (config or {}).get("configurable") or {}
+    if FORK_KEY not in conf and fork is None:
+        return config
+    conf = {k: v for k, v in conf.items() if k != FORK_KEY and not (fork and k == "checkpoint_id")}
+    return {**(config or {}), "configurable": {**conf, FORK_KEY: fork} if fork else conf}
+
+
+class ForkingGraph(CompiledStateGraph):
+    """The compiled agent graph, with resumes at older checkpoints turned into forks."""
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """Stream a run; a resume at a checkpoint the thread has moved past runs on a copy of it."""
+        fork = None
+        if (conf := _target(self, input, config)) is not None:
+            head = await self.checkpointer.aget_tuple(_at(conf))  # type: ignore[union-attr]
+            if head is not None and head.config["configurable"]["checkpoint_id"] != conf["checkpoint_id"]:
+                fork = conf["checkpoint_id"]
+                await self.aupdate_state(_at(conf, fork), None, as_node="__copy__")
+        async for chunk in super().astream(input, _cleaned(config, fork), **kwargs):
+            yield chunk
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+        """The synchronous twin of ``astream``."""
+        fork = None
+        if (conf := _target(self, input, config)) is not None:
+            head = self.checkpointer.get_tuple(_at(conf))  # type: ignore[union-attr]
+            if head is not None and head.config["configurable"]["checkpoint_id"] != conf["checkpoint_id"]:
+                fork = conf["checkpoint_id"]
+                self.update_state(_at(conf, fork), None, as_node="__copy__")
+        yield from super().stream(input, _cleaned(config, fork), **kwargs)
+
+
+def forking(graph: CompiledStateGraph) -> ForkingGraph:
+    """The same compiled graph as a ``ForkingGraph``."""
+    return ForkingGraph(**{k: v for k, v in graph.__dict__.items() if k != "__orig_class__"})
