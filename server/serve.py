@@ -171,7 +171,11 @@ def schedule_memories(url: str, db_url: str, interval: str | None) -> str:
 
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(hashtext('workspace-agent memory cron'))")
-        cron, outcome = asyncio.run(ensure_memory_cron(get_client(url=url), interval))
+        try:  # with API keys configured, the cron is created as LANGGRAPH_API_KEY's user
+            cron, outcome = asyncio.run(ensure_memory_cron(get_client(url=url), interval))
+        except httpx.HTTPStatusError as exc:
+            hint = " (set LANGGRAPH_API_KEY to an API key)" if exc.response.status_code in (401, 403) else ""
+            return f"memory extraction NOT scheduled: {exc.response.status_code} {exc.response.text}{hint}"
     return f"memory extraction: {outcome}" + (f" ({cron['schedule']})" if cron else "")
 
 
