@@ -172,3 +172,19 @@ async def test_memory_graph_invoke(llm, database_url, workspace, monkeypatch):
     out = await asyncio.to_thread(graph.invoke, {}, context=MemoryContext(workspace=workspace))
     batches = [r for r in out["report"] if r["batch"] is not None]
     assert batches and batches[0]["read"] == 6 and batches[0]["marked"] == 6, out["report"]
+
+
+async def test_sync_stream_delivers_tokens_as_they_come(llm, workspace, tmp_path):
+    llm.push(text_reply("one two three four"))
+    thread = {"configurable": {"thread_id": "sqlite-stream"}}
+
+    def tokens() -> list[str]:
+        with sync_sqlite_saver(str(tmp_path / "threads.sqlite")) as saver:
+            graph = build_graph(checkpointer=saver)
+            parts = graph.stream(
+                user_message("count"), thread, context=Context(workspace=workspace), stream_mode="messages"
+            )
+            return [chunk.content for chunk, meta in parts if meta.get("langgraph_node") == "call_model"]
+
+    pieces = [p for p in await asyncio.to_thread(tokens) if p]
+    assert pieces == ["one ", "two ", "three ", "four"]
