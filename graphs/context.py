@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from workspace_agent.providers.endpoint import model_settings
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant for the workspace {workspace}. Today is {date}. "
@@ -130,12 +131,15 @@ class Context:
         ),
     )
     model: str = field(
-        default_factory=lambda: os.environ.get("CHAT_MODEL", "local"),
+        default_factory=lambda: model_settings().model,
         metadata=_meta("Model name at the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY)."),
     )
     native_tool_calling: bool = field(
-        default=True,
-        metadata=_meta("Whether the model calls tools natively; automatic mode uses the agent only then."),
+        default_factory=lambda: model_settings().native_tool_calling,
+        metadata=_meta(
+            "Whether the model calls tools natively; automatic mode uses the agent only then. "
+            "Default: what the deployment's model can do (false for the embedded local model)."
+        ),
     )
     system_prompt: str = field(
         default=DEFAULT_SYSTEM_PROMPT,
@@ -150,7 +154,11 @@ class Context:
         default=0.25, metadata=_meta("Chunks with a cosine similarity below this are dropped (0..1).")
     )
     context_window: int | None = field(
-        default=None, metadata=_meta("Tokens the model accepts; empty = known per model, else 8192.")
+        default_factory=lambda: model_settings().context_window,
+        metadata=_meta(
+            "Tokens the model accepts; empty = known per model, else 8192. Never more than the deployment's "
+            "model accepts (4096 for the embedded local model)."
+        ),
     )
     reply_reserve: int = field(default=600, metadata=_meta("Tokens kept free for the reply when trimming."))
     max_tool_calls: int = field(
@@ -215,9 +223,12 @@ class Context:
 
     @property
     def window(self) -> int:
-        """Tokens the model accepts, from the setting or the known model families."""
+        """Tokens the model accepts: the setting or the model family's, never above the provider's fact."""
+        known = model_settings().context_window
         if self.context_window:
-            return self.context_window
+            return min(self.context_window, known) if known else self.context_window
+        if known:
+            return known
         name = self.model.lower()
         for prefix, size in KNOWN_WINDOWS.items():
             if name.startswith(prefix):
