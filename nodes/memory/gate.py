@@ -1,5 +1,8 @@
 """M1, step 2 — which groups are read now: enough chats, a user no longer active, memories enabled.
 
+Chats that already passed these gates in an earlier run, and were left unmarked because a batch failed,
+do not wait for ``min_chats`` again: the next run finishes them (the other gates still apply).
+
 A group that fails a gate is left exactly as it is (nothing read, nothing marked) and is looked at again
 by the next run, as in AnythingLLM, whose gates also sit outside its mark-everything ``finally``.
 """
@@ -19,7 +22,7 @@ from workspace_agent.nodes.memory.state import MemoryContext, MemoryState, Repor
 def _skip_reason(group: dict[str, Any], ctx: MemoryContext) -> str | None:
     if not group["enabled"]:
         return "memories are disabled in this workspace (memories_enabled is False)"
-    if group["chats"] < ctx.min_chats:
+    if group["chats"] < ctx.min_chats and not group.get("admitted"):
         return f"only {group['chats']} unprocessed chat(s); {ctx.min_chats} needed"
     idle = group["idle_seconds"] / 60
     if ctx.idle_minutes and idle < ctx.idle_minutes:
@@ -39,6 +42,12 @@ def gate_groups(state: MemoryState, runtime: Runtime[MemoryContext]) -> dict:
         if reason is None:
             ready.append(group)
             why = f"{group['chats']} chats, newest {group['idle_seconds'] / 60:.0f} min old: read them all"
+            if group.get("admitted") and group["chats"] < ctx.min_chats:
+                why = (
+                    f"{group['admitted']} chat(s) left unmarked by a failed batch of an earlier run that "
+                    f"had passed the gates: finish them (fewer than min_chats={ctx.min_chats} is no reason "
+                    "to wait)"
+                )
             notes.append(decision("M1", "code", {**who, "read": True}, why))
         else:
             skipped.append(

@@ -22,9 +22,15 @@ def cap(text: str, limit: int) -> str:
 
 
 async def read_batch(state: GroupState, runtime: Runtime[MemoryContext], *, services: MemoryServices) -> dict:
-    """Read the next batch of the group, each prompt and answer cut to ``max_chars``."""
+    """Read the next batch of the group, each prompt and answer cut to ``max_chars``.
+
+    Before the first batch, the group's chats are recorded as admitted (they passed the gates), so chats a
+    failed batch leaves unmarked are finished by the next run however few they are.
+    """
     ctx = runtime.context
     group = state["group"]
+    if not state.get("batch_no"):  # the group passed the gates: remember it, in case a batch fails
+        await services.memories.admit(group["user_id"], group["workspace"], group["max_id"])
     chats = await services.memories.read_batch(
         group["user_id"], group["workspace"], group["max_id"], state.get("cursor"), ctx.batch_size
     )
