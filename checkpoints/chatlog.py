@@ -1,7 +1,8 @@
 """The durable record of conversations, approvals remembered, and notes: plain tables in PostgreSQL.
 
-The chat log wants ordered, filtered queries (newest N of one thread; unprocessed chats by user and
-workspace), which a table answers with one index scan. ``MemoryRecords`` is the same contract kept in
+The chat log is the record of finished turns that the memory job reads (unprocessed chats by user and
+workspace: an ordered, filtered query a table answers with one index scan); the model's history is the
+thread's checkpointed state, not this log. ``MemoryRecords`` is the same contract kept in
 process memory, for unit tests and for benchmarks that must measure orchestration without I/O.
 """
 
@@ -78,12 +79,6 @@ class Records(Protocol):
         """Store a finished turn once; returns its id (the first row's, when the turn was logged before)."""
         ...
 
-    async def recent_exchanges(
-        self, workspace: str, user_id: str, thread_id: str, limit: int
-    ) -> list[Exchange]:
-        """The newest ``limit`` included exchanges of a thread, oldest first."""
-        ...
-
     async def is_granted(self, workspace: str, user_id: str, tool: str) -> bool:
         """Whether the person said "always allow" for this tool."""
         ...
@@ -143,20 +138,6 @@ class PostgresRecords:
                 row = await cur.fetchone()
             return int(row["id"])  # type: ignore[index]
 
-    async def recent_exchanges(  # noqa: D102
-        self, workspace: str, user_id: str, thread_id: str, limit: int
-    ) -> list[Exchange]:
-        if limit <= 0:
-            return []
-        async with self._conn() as conn:
-            cur = await conn.execute(
-                "SELECT * FROM chat_log WHERE workspace = %s AND user_id = %s AND thread_id = %s AND include"
-                " ORDER BY id DESC LIMIT %s",
-                (workspace, user_id, thread_id, limit),
-            )
-            rows = await cur.fetchall()
-        return [Exchange(**row) for row in reversed(rows)]  # type: ignore[arg-type]
-
     async def is_granted(self, workspace: str, user_id: str, tool: str) -> bool:  # noqa: D102
         async with self._conn() as conn:
             cur = await conn.execute(
@@ -208,18 +189,6 @@ class MemoryRecords:
         exchange.created_at = datetime.now(UTC)
         self.exchanges.append(exchange)
         return exchange.id
-
-    async def recent_exchanges(  # noqa: D102
-        self, workspace: str, user_id: str, thread_id: str, limit: int
-    ) -> list[Exchange]:
-        if limit <= 0:
-            return []
-        mine = [
-            e
-            for e in self.exchanges
-            if (e.workspace, e.user_id, e.thread_id) == (workspace, user_id, thread_id) and e.include
-        ]
-        return mine[-limit:]
 
     async def is_granted(self, workspace: str, user_id: str, tool: str) -> bool:  # noqa: D102
         return (workspace, user_id, tool) in self.grants
