@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,18 @@ def _owner(ctx: Ctx) -> str | None:
     return ctx.user.identity if api_keys() else None
 
 
+def _only(owner: str | None, *others: Auth.types.FilterType) -> Filter:
+    """The owner filter, for servers that filter by our metadata; ``None`` where the server scopes itself.
+
+    Aegra keeps each thread's and assistant's creator in its own column and scopes every request by it, so
+    there the filter is not needed; and a filter returned from ``threads.create_run`` would replace the
+    handler's changes to the run's context (Aegra reads overrides from a returned dict first).
+    """
+    if owner is None or "aegra_api" in sys.modules:
+        return None
+    return {"$or": [{"owner": owner}, *others]} if others else {"owner": owner}
+
+
 def _refuse(exc: Exception) -> Auth.exceptions.HTTPException:
     status = 422 if isinstance(exc, ContextError) else 403
     return Auth.exceptions.HTTPException(status_code=status, detail=str(exc))
@@ -129,7 +142,7 @@ async def on_run(ctx: Ctx, value: dict[str, Any]) -> Filter:
     if owner is None:
         return None
     _stamp(value, owner)  # a thread this run creates is the caller's
-    return {"owner": owner}
+    return _only(owner)
 
 
 @auth.on.threads.update
@@ -143,8 +156,7 @@ async def on_thread_update(ctx: Ctx, value: dict[str, Any]) -> Filter:
             status_code=403,
             detail="thread state is written by the graph only; answer an approval with Command(resume=...)",
         )
-    owner = _owner(ctx)
-    return {"owner": owner} if owner else None
+    return _only(_owner(ctx))
 
 
 @auth.on.threads.create
@@ -154,7 +166,7 @@ async def on_thread_create(ctx: Ctx, value: dict[str, Any]) -> Filter:
     if owner is None:
         return None
     _stamp(value, owner)
-    return {"owner": owner}
+    return _only(owner)
 
 
 @auth.on.threads.read
@@ -162,8 +174,7 @@ async def on_thread_create(ctx: Ctx, value: dict[str, Any]) -> Filter:
 @auth.on.threads.search
 async def on_thread_access(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """Reading (state, history, runs), deleting and searching: one's own threads only."""
-    owner = _owner(ctx)
-    return {"owner": owner} if owner else None
+    return _only(_owner(ctx))
 
 
 @auth.on.assistants.create
@@ -180,22 +191,20 @@ async def on_assistant_write(ctx: Ctx, value: dict[str, Any]) -> Filter:
         return None
     if ctx.action == "create":
         _stamp(value, owner)
-    return {"owner": owner}
+    return _only(owner)
 
 
 @auth.on.assistants.read
 @auth.on.assistants.search
 async def on_assistant_read(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """One's own assistants and the server's built-in one per graph."""
-    owner = _owner(ctx)
-    return {"$or": [{"owner": owner}, {"created_by": "system"}]} if owner else None
+    return _only(_owner(ctx), {"created_by": "system"})
 
 
 @auth.on.assistants.delete
 async def on_assistant_delete(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """An assistant is deleted by its owner only."""
-    owner = _owner(ctx)
-    return {"owner": owner} if owner else None
+    return _only(_owner(ctx))
 
 
 @auth.on.store
@@ -219,4 +228,4 @@ async def on_anything_else(ctx: Ctx, value: dict[str, Any]) -> Filter:
         return None
     if ctx.action == "create":
         _stamp(value, owner)
-    return {"owner": owner}
+    return _only(owner)

@@ -12,6 +12,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError
 
 from tests.security.conftest import KEYS
+from tests.serving.conftest import serve, serving_env  # noqa: F401 - fixtures of the Aegra tests
 from workspace_agent.providers.scripted import text_reply, tool_reply
 
 
@@ -147,3 +148,48 @@ async def test_without_keys_the_context_names_the_user_as_before(dev_server, llm
         },
     )
     assert system_prompt_of(llm.requests[-1]).startswith("For carol.")
+
+
+async def test_the_same_handler_under_aegra(serve, llm, workspace):  # noqa: F811 - the fixture
+    """``make serve`` (Aegra) loads the same ``auth.path``: keys, owners, identity and run rules hold."""
+    served = serve(
+        WORKSPACE_AGENT_API_KEYS=",".join(f"{key}:{user}" for user, key in KEYS.items()),
+        ALWAYS_ASK_TOOLS="calculate",
+    )
+    url = served.urls[0]
+    assert httpx.post(f"{url}/threads/search", json={}, timeout=10).status_code == 401
+    alice, bob = as_user(url, "alice"), as_user(url, "bob")
+    thread_id, _ = await alice_thread_waiting(url, llm, workspace)
+    with pytest.raises(httpx.HTTPStatusError):
+        await bob.threads.get_state(thread_id)
+    assert thread_id not in [t["thread_id"] for t in await bob.threads.search(limit=100)]
+    with pytest.raises(httpx.HTTPStatusError):
+        await bob.runs.wait(thread_id, "agent", command={"resume": {"decisions": [{"type": "approve"}]}})
+    assert (await alice.threads.get_state(thread_id))["next"] == ["approve"]
+
+    thread = await bob.threads.create()
+    for context in (
+        {"workspace": workspace, "user_id": "alice"},
+        {"workspace": workspace, "auto_approved": ["*"]},
+    ):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await bob.runs.wait(
+                thread["thread_id"],
+                "agent",
+                input={"messages": [{"role": "user", "content": "x"}]},
+                context=context,
+            )
+        assert status_of(refused.value) == 403
+    llm.reset()
+    llm.push(tool_reply(("calculate", {"expression": "1 + 1"})))
+    await bob.runs.wait(
+        thread["thread_id"],
+        "agent",
+        input={"messages": [{"role": "user", "content": "1+1?"}]},
+        context={"workspace": workspace, "system_prompt": "You serve {user_id}."},
+    )
+    assert system_prompt_of(llm.requests[-1]).startswith("You serve bob.")
+    state = await bob.threads.get_state(thread["thread_id"])
+    assert [a["name"] for a in state["tasks"][0]["interrupts"][0]["value"]["action_requests"]] == [
+        "calculate"
+    ]
