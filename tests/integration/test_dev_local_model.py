@@ -107,3 +107,33 @@ def test_processes_starting_at_once_share_one_model_server(database_url):
         assert stop_shared_model() and find_shared_model() is None
     finally:
         stop_shared_model()
+
+
+async def test_a_dead_model_server_is_named_then_restarted_on_the_next_turn(saver, workspace, monkeypatch):
+    """Programmatic use with no settings: the local model; if its server dies, one turn fails saying so."""
+    import signal
+
+    from tests.support.helpers import user_message
+    from workspace_agent.graphs.agent import build_graph
+    from workspace_agent.graphs.context import Context
+    from workspace_agent.providers.models import ModelEndpointError
+
+    for name in MODEL_SETTINGS[:-2]:
+        monkeypatch.delenv(name, raising=False)
+    graph = build_graph(checkpointer=saver)
+    thread = {"configurable": {"thread_id": f"local-{workspace}"}}
+    context = Context(workspace=workspace)
+    try:
+        first = await graph.ainvoke(user_message("hello"), thread, context=context)
+        assert first["messages"][-1].content.strip()
+        dead = find_shared_model()
+        assert dead is not None
+        os.kill(dead.pid, signal.SIGKILL)
+        with pytest.raises(ModelEndpointError) as raised:
+            await graph.ainvoke(user_message("hello again"), thread, context=context)
+        assert "embedded local model" in str(raised.value) and dead.base_url in str(raised.value)
+        third = await graph.ainvoke(user_message("and again"), thread, context=context)
+        assert third["messages"][-1].content.strip()
+        assert find_shared_model().pid != dead.pid
+    finally:
+        stop_shared_model()
