@@ -348,6 +348,22 @@ async def test_a_new_message_while_approval_is_pending_abandons_the_calls(
     assert not any(isinstance(m, ToolMessage) for m in out["messages"])
 
 
+async def test_a_call_rejected_in_a_finished_turn_is_not_reported_abandoned_next_turn(
+    llm, saver, workspace, thread, tmp_path
+):
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=make_test_tools(record))
+    llm.push(tool_reply(("repeat", {"word": "a", "times": 1})), text_reply("as you wish"))
+    context = ctx(workspace, auto_approved=[])
+    await graph.ainvoke(user_message("go"), thread, context=context)
+    reject = {"decisions": [{"type": "reject", "message": "no"}]}
+    await graph.ainvoke(Command(resume=reject), thread, context=context)
+    llm.push(text_reply("next"))
+    out = await graph.ainvoke(user_message("something else"), thread, context=context)
+    assert decisions_of(out, "D3") == [], "the rejected call was settled in its own turn"
+    assert [m.content for m in out["messages"]] == ["go", "as you wish", "something else", "next"]
+
+
 async def test_state_holds_the_newest_history_limit_exchanges_then_the_running_turn(
     llm, saver, workspace, thread
 ):
