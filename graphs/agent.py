@@ -1,8 +1,9 @@
 """The agent graph: one chat or agent turn, every decision a named node or conditional edge.
 
-Reads top to bottom like DESIGN §1: route (A3) → load_history (B4) ∥ retrieve (B8) ∥ recall (M2) → trim
-(B11) → call_model (C1, G2) → approve (D3, D21) → execute_tool × n (C10) → trim → … → finish (G1).
-History, documents and memories are independent reads, so they run side by side and trim waits for all.
+Reads top to bottom like DESIGN §1: route (A3) → [ingest_uploads (I2), only for a message carrying files]
+→ load_history (B4) ∥ retrieve (B8) ∥ recall (M2) → trim (B11) → call_model (C1, G2) → approve (D3, D21)
+→ execute_tool × n (C10) → trim → … → finish (G1). History, documents and memories are independent
+reads, so they run side by side and trim waits for all.
 """
 
 from __future__ import annotations
