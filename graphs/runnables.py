@@ -32,4 +32,4 @@ def node(action: Callable[..., Any]) -> Any:
         return run_sync(action(*args, **kwargs))
 
     name = getattr(action, "func", action).__name__  # a partial names its function
-    return RunnableCallable(sync, action, name=name)
+    return RunnableCallable(sync, action, name=name, trace=False)  # as LangGraph builds its own nodes
