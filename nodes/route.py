@@ -41,11 +41,13 @@ def _unstorable(value: Any, where: str = "the message") -> str | None:
     return next((why for _, v in items if (why := _unstorable(v, where))), None)
 
 
-def _abandoned(earlier: list) -> list[Decision]:
-    """Calls of the previous turn still waiting for approval when the person sent a new message instead.
+def _abandoned(earlier: list, dispatched: list) -> list[Decision]:
+    """Calls of the previous turn left without a result when the person sent a new message instead.
 
-    Only a turn that stopped at its approval has such calls: one that went on to an answer settled every
-    call (run, rejected or answered as not run).
+    Only a turn that stopped early has such calls: one that went on to an answer settled every call (run,
+    rejected or answered as not run). A call still waiting for approval was never run. A call already
+    approved and handed to ``execute_tool`` (``dispatched``) was stopped by a crash or a cancelled run: it
+    may have run, and only its result is lost.
     """
     previous = earlier[turn_start(earlier) :]
     ran = {
@@ -55,16 +57,15 @@ def _abandoned(earlier: list) -> list[Decision]:
     }
     asked = next((m for m in reversed(previous) if isinstance(m, AIMessage)), None)
     pending = [c for c in (asked.tool_calls if asked else []) if c["id"] not in ran]
-    if not pending:
-        return []
-    return [
-        decision(
-            "D3",
-            "person",
-            {"abandoned": [c["id"] for c in pending]},
-            "a new message arrived while these calls awaited approval: they were never run",
-        )
-    ]
+    started = {c["id"] for c in dispatched or []}
+    notes: list[Decision] = []
+    if never := [c["id"] for c in pending if c["id"] not in started]:
+        why = "a new message arrived while these calls awaited approval: they were never run"
+        notes.append(decision("D3", "person", {"abandoned": never}, why))
+    if maybe := [c["id"] for c in pending if c["id"] in started]:
+        why = "the run stopped (a crash or a cancel) while these approved calls ran: they may have run"
+        notes.append(decision("C10", "code", {"interrupted": maybe}, why))
+    return notes
 
 
 async def route(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
@@ -112,7 +113,9 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
         "messages": fold_update(messages[:-1], ctx.history_limit),
         "route": chosen,
         "query_only": query_only,
-        "decisions": Overwrite([*_abandoned(messages[:-1]), decision("A3", "code", chosen, why)]),
+        "decisions": Overwrite(
+            [*_abandoned(messages[:-1], state.get("approved") or []), decision("A3", "code", chosen, why)]
+        ),
         "tool_calls_made": Overwrite(0),
         "sources": Overwrite([]),
         "uploads": [],

@@ -1,7 +1,8 @@
 """C10 — every approved tool call runs, each in its own task, and every result goes back to the model.
 
 One ``Send`` per call (rather than one node running them all) gives each call its own checkpointed task: on
-resume after a crash, finished calls are not run again. A tool that raises, hangs or gets bad arguments
+resume after a crash, finished calls are not run again; the unfinished one runs again and is recorded as
+"interrupted, may have run" first. A tool that raises, hangs or gets bad arguments
 becomes an error tool message; the turn goes on. A tool that cites what it found returns
 ``{"sources": [...]}`` as its artifact, and those citations join the turn's ``sources``.
 """
@@ -12,12 +13,14 @@ import asyncio
 from typing import Literal
 
 from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import CONFIG_KEY_RESUMING  # no public name; pinned by a test
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import ValidationError
 
 from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, ToolCallState, decision
+from workspace_agent.graphs.state import AgentState, Decision, ToolCallState, decision
 from workspace_agent.nodes.route import EXECUTED_PREFIX
 from workspace_agent.skills.toolset import Services
 
@@ -28,10 +31,33 @@ def route_tool_calls(state: AgentState) -> list[Send] | Literal["trim"]:
     return [Send("execute_tool", {"call": call}) for call in calls] if calls else "trim"
 
 
-async def execute_tool(state: ToolCallState, runtime: Runtime[Context], *, services: Services) -> dict:
-    """Run one call within ``tool_timeout``; whatever happens, answer it with a tool message."""
+def resumed_after_a_stop(config: RunnableConfig) -> bool:
+    """Whether this task was already scheduled in the checkpoint the run resumed from.
+
+    LangGraph marks the first step of a resumed run (``invoke(None)``, a ``Command``) as resuming, and only
+    that step. An approval resume starts with ``approve``, so ``execute_tool`` is in that step only when a
+    run stopped (killed, crashed, cancelled) after handing it the call: it may have run already.
+    """
+    return bool((config.get("configurable") or {}).get(CONFIG_KEY_RESUMING))
+
+
+async def execute_tool(
+    state: ToolCallState, runtime: Runtime[Context], config: RunnableConfig, *, services: Services
+) -> dict:
+    """Run one call within ``tool_timeout``; whatever happens, answer it with a tool message.
+
+    A call taken up again after its run stopped is recorded as interrupted before it runs again: its first
+    attempt may have done its work, and only a tool keyed by ``tool_call_id`` knows to do it once.
+    """
     ctx = runtime.context
     call = state["call"]
+    notes: list[Decision] = []
+    if resumed_after_a_stop(config):
+        why = (
+            f"{call['name']} was handed to a run that stopped before its result was saved: it may have "
+            "run already, and is run again now (tools that key their effect by tool_call_id act once)"
+        )
+        notes.append(decision("C10", "code", {call["id"]: "interrupted, may have run"}, why))
     tool = (await services.toolset(ctx)).tools.get(call["name"])
     status = "ok"
     try:
@@ -74,5 +100,5 @@ async def execute_tool(state: ToolCallState, runtime: Runtime[Context], *, servi
         "messages": [message],
         "sources": list(artifact.get("sources") or []),
         "tool_calls_made": 1,
-        "decisions": [decision("C10", "code", {call["id"]: status}, f"{call['name']} ran: {status}")],
+        "decisions": [*notes, decision("C10", "code", {call["id"]: status}, f"{call['name']} ran: {status}")],
     }

@@ -12,7 +12,7 @@ from workspace_agent.skills.builtin import calculate
 def test_calculate_does_arithmetic_and_nothing_else():
     assert calculate("(3 + 4) * 2") == "14"
     assert calculate("2 ** 10") == "1024"
-    for bad in ["__import__('os')", "open('x')", "[1,2]", "2 ** 1000"]:
+    for bad in ["__import__('os')", "open('x')", "[1,2]", "2 ** 100000"]:
         with pytest.raises((ValueError, SyntaxError)):
             calculate(bad)
 

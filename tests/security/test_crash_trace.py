@@ -1,0 +1,102 @@
+"""Issue 13 item 10: an honest trace after a crash.
+
+A tool that was running when the process died may have done its work; only its result was lost. The trace
+must say "interrupted, may have run", never "never run": when the person moves on with a new message, and
+when the crashed run is resumed (the call then runs again, which is why tools key their effects by
+``tool_call_id``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.integration.test_agent_loop import ROOT, run_turn
+from tests.support.helpers import decisions_of, user_message
+from tests.support.tools import make_test_tools, recorded
+from workspace_agent.graphs.agent import build_graph
+from workspace_agent.graphs.context import Context
+from workspace_agent.providers.scripted import text_reply, tool_reply
+
+
+async def crash_mid_tools(llm, thread: dict, context: dict, record: Path) -> list[str]:
+    """Start a turn whose model calls three slow tools; SIGKILL it once two have finished. Returns the ids."""
+    reply = tool_reply(
+        ("slow", {"seconds": 0.1, "label": "a"}),
+        ("slow", {"seconds": 0.3, "label": "b"}),
+        ("slow", {"seconds": 30, "label": "c"}),
+    )
+    llm.push(reply)
+    proc = subprocess.Popen(
+        run_turn(thread, context, record, "--message", "go"),
+        cwd=ROOT,
+        env=os.environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while len(recorded(record)) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None, "the two quick tools never finished"
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)  # the finished tasks' writes reach the checkpointer
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return [c["id"] for c in reply["tool_calls"]]
+
+
+async def test_a_new_message_after_a_crash_records_the_running_call_as_interrupted(
+    llm, saver, workspace, thread, tmp_path
+):
+    record = tmp_path / "runs.jsonl"
+    context = {"workspace": workspace, "auto_approved": ["*"]}
+    ids = await crash_mid_tools(llm, thread, context, record)
+
+    llm.push(text_reply("fine"))
+    graph = build_graph(checkpointer=saver, tools=make_test_tools(record))
+    out = await graph.ainvoke(user_message("never mind"), thread, context=Context(**context))
+    trace = [d["outcome"] for d in out["decisions"] if d["id"] in ("D3", "C10")]
+    assert not any("abandoned" in o for o in trace if isinstance(o, dict)), f"never run was claimed: {trace}"
+    [interrupted] = [o for o in trace if isinstance(o, dict) and "interrupted" in o]
+    assert ids[2] in interrupted["interrupted"], "c was running when the process died"
+    [note] = [d for d in decisions_of(out, "C10") if "interrupted" in d["outcome"]]
+    assert "may have run" in note["why"]
+
+
+async def test_resuming_a_crashed_run_says_the_call_may_have_run_before(
+    llm, saver, workspace, thread, tmp_path
+):
+    record = tmp_path / "runs.jsonl"
+    context = {"workspace": workspace, "auto_approved": ["*"]}
+    ids = await crash_mid_tools(llm, thread, context, record)
+
+    llm.push(text_reply("recovered"))
+    graph = build_graph(checkpointer=saver, tools=make_test_tools(record, slow_cap=0.1))
+    out = await graph.ainvoke(None, thread, context=Context(**context))
+    assert out["stop_reason"] == "answered"
+    again = [d for d in decisions_of(out, "C10") if isinstance(d["outcome"], dict) and ids[2] in d["outcome"]]
+    assert [d["outcome"][ids[2]] for d in again] == ["interrupted, may have run", "ok"], again
+    assert "run again" in again[0]["why"]
+
+
+async def test_an_ordinary_turn_and_an_approval_resume_record_no_interruption(
+    llm, saver, workspace, thread, tmp_path
+):
+    from langgraph.types import Command
+
+    graph = build_graph(checkpointer=saver, tools=make_test_tools(tmp_path / "runs.jsonl"))
+    llm.push(tool_reply(("repeat", {"word": "a", "times": 1})), text_reply("done"))
+    out = await graph.ainvoke(user_message("go"), thread, context=Context(workspace=workspace))
+    assert not any("interrupted" in str(d["outcome"]) for d in out["decisions"])
+    llm.push(tool_reply(("repeat", {"word": "b", "times": 1})), text_reply("done"))
+    out = await graph.ainvoke(
+        user_message("again"), thread, context=Context(workspace=workspace, auto_approved=[])
+    )
+    out = await graph.ainvoke(
+        Command(resume={"decisions": [{"type": "approve"}]}), thread, context=Context(workspace=workspace)
+    )
+    assert out["stop_reason"] == "answered"
+    assert not any("interrupted" in str(d["outcome"]) for d in out["decisions"])
