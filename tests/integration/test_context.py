@@ -268,7 +268,7 @@ async def test_system_prompt_variables_are_filled(llm, saver, workspace, thread)
 
 
 def test_a_negative_history_limit_is_a_clear_config_error():
-    with pytest.raises(ValueError, match="history_limit must be 0 or more"):
+    with pytest.raises(ValueError, match="'history_limit' must be from 0 up to 10000, got -1"):
         Context(history_limit=-1)
     with pytest.raises(ValueError, match="unknown context field"):
         Context.from_mapping({"histroy_limit": 3})
