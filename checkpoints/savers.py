@@ -7,8 +7,9 @@ turn after it is back gets a fresh connection instead of "the connection is clos
 ``dev_checkpointer`` is what ``langgraph.json`` names, so threads run through ``langgraph dev`` persist in the
 same PostgreSQL as the CLI's and programs' threads, and any of them can resume the others' interrupts. It
 implements what the dev server asks of a custom checkpointer beyond the basics: ``adelete_for_runs``
-(the ``rollback`` multitask strategy deletes a cancelled run's checkpoints), ``adelete_thread`` and
-``aprune`` (from langgraph's saver), and the generic ``acopy_thread`` the server falls back to.
+(the ``rollback`` multitask strategy deletes a cancelled run's checkpoints), ``acopy_thread`` (thread copy
+in three statements instead of one insert per checkpoint), and ``adelete_thread`` and ``aprune`` from
+langgraph's saver.
 """
 
 from __future__ import annotations
@@ -39,6 +40,20 @@ DELETE FROM checkpoint_writes w USING gone
 WHERE w.thread_id = gone.thread_id AND w.checkpoint_ns = gone.checkpoint_ns
   AND w.checkpoint_id = gone.checkpoint_id
 """
+# A thread's whole chain — checkpoints, channel values, pending writes — under another id, in one transaction.
+_COPY_THREAD = (
+    """INSERT INTO checkpoints
+    SELECT %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint,
+        CASE WHEN metadata ? 'thread_id' THEN jsonb_set(metadata, '{thread_id}', to_jsonb(%(target)s::text))
+             ELSE metadata END
+    FROM checkpoints WHERE thread_id = %(source)s ON CONFLICT DO NOTHING""",
+    """INSERT INTO checkpoint_blobs SELECT %(target)s, checkpoint_ns, channel, version, type, blob
+    FROM checkpoint_blobs WHERE thread_id = %(source)s ON CONFLICT DO NOTHING""",
+    """INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type,
+        blob, task_path)
+    SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, task_path
+    FROM checkpoint_writes WHERE thread_id = %(source)s ON CONFLICT DO NOTHING""",
+)
 _POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
 
 
@@ -55,6 +70,13 @@ class ProjectPostgresSaver(AsyncPostgresSaver):
         if ids:
             async with self._cursor() as cur:
                 await cur.execute(_DELETE_RUNS, (ids,))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's complete chain under a new id (the server's thread copy), in three statements."""
+        ids = {"source": str(source_thread_id), "target": str(target_thread_id)}
+        async with self._cursor() as cur, cur.connection.transaction():
+            for statement in _COPY_THREAD:
+                await cur.execute(statement, ids)
 
 
 class ProjectSyncPostgresSaver(PostgresSaver):

@@ -111,3 +111,27 @@ async def test_enqueue_runs_the_second_message_after_run_1_and_abandons_its_appr
     assert abandoned, values["decisions"]
     assert await notes(database_url, workspace) == []
     await late_approval_runs_nothing(client, assistant, thread, database_url, workspace)
+
+
+async def test_a_copied_thread_carries_the_whole_chain_and_its_pending_approval(
+    dev_server, llm, workspace, database_url
+):
+    """The dev server's thread copy uses the saver's ``acopy_thread``: the copy can be resumed on its own."""
+    client = get_client(url=dev_server)
+    assistant = await client.assistants.create("agent", context={"workspace": workspace}, name=workspace)
+    thread = await client.threads.create()
+    llm.push(tool_reply(("save_note", {"text": "copied"})), text_reply("saved in the copy"))
+    await client.runs.wait(thread["thread_id"], assistant["assistant_id"], input=user_message("note it"))
+    copy = await client.threads.copy(thread["thread_id"])
+    original = await client.threads.get_history(thread["thread_id"], limit=100)
+    copied = await client.threads.get_history(copy["thread_id"], limit=100)
+    assert [h["checkpoint"]["checkpoint_id"] for h in copied] == [
+        h["checkpoint"]["checkpoint_id"] for h in original
+    ]
+    assert (await client.threads.get_state(copy["thread_id"]))["next"] == ["approve"]
+    out = await client.runs.wait(
+        copy["thread_id"], assistant["assistant_id"], command={"resume": {"decisions": [{"type": "approve"}]}}
+    )
+    assert out["messages"][-1]["content"] == "saved in the copy"
+    assert (await client.threads.get_state(thread["thread_id"]))["next"] == ["approve"]  # untouched
+    assert await notes(database_url, workspace) == ["copied"]
