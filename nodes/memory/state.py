@@ -17,6 +17,7 @@ from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it 
 
 from workspace_agent.checkpoints.memories import PostgresMemories
 from workspace_agent.graphs.state import Decision, decision
+from workspace_agent.providers.endpoint import model_settings
 from workspace_agent.providers.models import chat_model
 
 
@@ -46,9 +47,10 @@ class MemoryContext:
     )
     max_chars: int = field(default=1500, metadata=_meta("Characters kept of each prompt and each answer."))
     model: str = field(
-        default_factory=lambda: os.environ.get("MEMORY_MODEL") or os.environ.get("CHAT_MODEL") or "",
+        default_factory=lambda: os.environ.get("MEMORY_MODEL") or model_settings().model,
         metadata=_meta(
-            "Model at the OpenAI-compatible endpoint (OPENAI_BASE_URL); default MEMORY_MODEL or CHAT_MODEL."
+            "Model at the OpenAI-compatible endpoint (OPENAI_BASE_URL); default MEMORY_MODEL, else the "
+            "deployment's chat model (the embedded local model when no endpoint is set)."
         ),
     )
 
@@ -80,9 +82,7 @@ class MemoryServices:
             return self.model
         if not ctx.model:
             raise NoModel("no model configured: set MEMORY_MODEL or CHAT_MODEL, or the run's model")
-        if not (os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
-            raise NoModel("no model endpoint configured: set OPENAI_BASE_URL (and OPENAI_API_KEY if needed)")
-        return chat_model(ctx.model)
+        return chat_model(ctx.model)  # no endpoint set: the embedded local model, as for the agent
 
 
 class Report(TypedDict, total=False):
