@@ -47,8 +47,8 @@ def parse_interval(text: str) -> float:
 def _prepare_endpoint(console: Console) -> None:
     """Use the embedded local model when no endpoint is configured; never the scripted demo server.
 
-    Without any model the run still happens and reports "no model configured" per group, leaving every
-    chat unprocessed, which is the truthful outcome.
+    Without any model the run still happens and reports the model's error per batch, leaving every chat
+    unprocessed, which is the truthful outcome.
     """
     if os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"):
         return
@@ -56,13 +56,9 @@ def _prepare_endpoint(console: Console) -> None:
         from workspace_agent.providers.model_server import shared_model_server
 
         with console.status("starting the local model…"):
-            server = shared_model_server()  # the one the CLI's chat and the dev server share
-    except Exception as exc:  # not installed or not startable: the report will say no model is configured
+            shared_model_server()  # started now, with a spinner; the graph's model calls then find it
+    except Exception as exc:  # not installed or not startable: each batch will report the model error
         console.print(f"[yellow]no model endpoint and no local model ({exc})[/]")
-        return
-    os.environ["OPENAI_BASE_URL"] = server.base_url
-    os.environ.setdefault("OPENAI_API_KEY", "local")
-    os.environ.setdefault("CHAT_MODEL", server.model_name)
 
 
 async def run_once(context: Any, database_url: str | None = None) -> dict[str, Any]:
