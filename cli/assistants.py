@@ -122,10 +122,22 @@ async def ensure(
             return existing, "unchanged"
         try:
             return await client.assistants.update(existing["assistant_id"], context=context), "updated"
-        except httpx.HTTPStatusError:  # Aegra: two updates at once collide on the next version number
+        except httpx.HTTPError:  # Aegra: two updates at once collide on the next version number (500)
             if attempt == 2:
                 raise
-            existing = await client.assistants.get(existing["assistant_id"])
+            existing = await _reread(client, existing["assistant_id"])
+    raise AssertionError("unreachable")
+
+
+async def _reread(client: LangGraphClient, assistant: str) -> dict[str, Any]:
+    """The assistant as stored now; after a 500, Aegra may close the pooled connection a retry would use."""
+    for attempt in range(3):
+        await asyncio.sleep(0.2 * (attempt + 1))
+        try:
+            return await client.assistants.get(assistant)
+        except httpx.TransportError:
+            if attempt == 2:
+                raise
     raise AssertionError("unreachable")
 
 
