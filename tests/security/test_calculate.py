@@ -121,3 +121,19 @@ async def test_the_bomb_in_a_turn_is_an_error_tool_message_and_the_turn_goes_on(
     assert list(ran["outcome"].values()) == ["error"]
     answer = next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")
     assert "intermediate result" in answer["content"]
+
+
+async def test_calculate_runs_in_a_worker_under_the_dev_server(llm, dev_server, workspace):
+    """The served process starts its workers too (forkserver under ``langgraph dev``)."""
+    from langgraph_sdk import get_client
+
+    client = get_client(url=dev_server)
+    thread = await client.threads.create()
+    llm.push(tool_reply(("calculate", {"expression": "6*7"}), ("calculate", {"expression": BOMB})))
+    llm.push(text_reply("42, and the other is too big"))
+    out = await client.runs.wait(
+        thread["thread_id"], "agent", input=user_message("@agent compute"), context={"workspace": workspace}
+    )
+    assert out["stop_reason"] == "answered"
+    answers = [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert answers[0] == "42" and "intermediate result" in answers[1]
