@@ -49,6 +49,9 @@ SCHEMA = [
         id BIGSERIAL PRIMARY KEY, workspace TEXT NOT NULL, user_id TEXT NOT NULL, text TEXT NOT NULL,
         created_at TIMESTAMPTZ NOT NULL DEFAULT now()
     )""",
+    # The tool call that saved a note: a call run again after a crash finds its note instead of adding one.
+    "ALTER TABLE notes ADD COLUMN IF NOT EXISTS call_id TEXT",
+    "CREATE UNIQUE INDEX IF NOT EXISTS notes_call ON notes (call_id)",
 ]
 
 
@@ -87,8 +90,8 @@ class Records(Protocol):
         """Remember "always allow"."""
         ...
 
-    async def add_note(self, workspace: str, user_id: str, text: str) -> int:
-        """Save a note (the side-effecting built-in tool)."""
+    async def add_note(self, workspace: str, user_id: str, text: str, call_id: str | None = None) -> int:
+        """Save a note (the side-effecting built-in tool); a ``call_id`` already saved returns that note."""
         ...
 
     async def notes(self, workspace: str, user_id: str) -> list[str]:
@@ -154,11 +157,14 @@ class PostgresRecords:
                 (workspace, user_id, tool),
             )
 
-    async def add_note(self, workspace: str, user_id: str, text: str) -> int:  # noqa: D102
+    async def add_note(  # noqa: D102
+        self, workspace: str, user_id: str, text: str, call_id: str | None = None
+    ) -> int:
         async with self._conn() as conn:
             cur = await conn.execute(
-                "INSERT INTO notes (workspace, user_id, text) VALUES (%s, %s, %s) RETURNING id",
-                (workspace, user_id, text),
+                "INSERT INTO notes (workspace, user_id, text, call_id) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (call_id) DO UPDATE SET call_id = EXCLUDED.call_id RETURNING id",
+                (workspace, user_id, text, call_id),
             )
             row = await cur.fetchone()
             return int(row["id"])  # type: ignore[index]
@@ -179,6 +185,7 @@ class MemoryRecords:
     exchanges: list[Exchange] = field(default_factory=list)
     grants: set[tuple[str, str, str]] = field(default_factory=set)
     saved_notes: list[tuple[str, str, str]] = field(default_factory=list)
+    note_calls: dict[str, int] = field(default_factory=dict)
 
     async def log_exchange(self, exchange: Exchange) -> int:  # noqa: D102
         key = (exchange.thread_id, exchange.message_id, exchange.answer_id)
@@ -196,8 +203,14 @@ class MemoryRecords:
     async def grant(self, workspace: str, user_id: str, tool: str) -> None:  # noqa: D102
         self.grants.add((workspace, user_id, tool))
 
-    async def add_note(self, workspace: str, user_id: str, text: str) -> int:  # noqa: D102
+    async def add_note(  # noqa: D102
+        self, workspace: str, user_id: str, text: str, call_id: str | None = None
+    ) -> int:
+        if call_id is not None and call_id in self.note_calls:
+            return self.note_calls[call_id]
         self.saved_notes.append((workspace, user_id, text))
+        if call_id is not None:
+            self.note_calls[call_id] = len(self.saved_notes)
         return len(self.saved_notes)
 
     async def notes(self, workspace: str, user_id: str) -> list[str]:  # noqa: D102

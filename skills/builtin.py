@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
+from typing import Annotated
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
 from workspace_agent.checkpoints.chatlog import Records
 from workspace_agent.skills.calculator import calculate
@@ -37,11 +38,12 @@ async def calculate_in_worker(expression: str) -> str:
 def builtin_tools(workspace: str, user_id: str, records: Records) -> list[BaseTool]:
     """The built-in tools acting for one workspace and user."""
 
-    async def save_note(text: str) -> str:
+    async def save_note(text: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
         """Save a note to this workspace's notes so it can be read later."""
         if not text.strip():
             raise ValueError("a note needs some text")
-        note_id = await records.add_note(workspace, user_id, text)
+        # Keyed by the call: run again after a crash (see execute_tool), it finds its note, adds none.
+        note_id = await records.add_note(workspace, user_id, text, call_id=tool_call_id)
         return f"Saved note {note_id}."
 
     return [

@@ -100,3 +100,18 @@ async def test_an_ordinary_turn_and_an_approval_resume_record_no_interruption(
     )
     assert out["stop_reason"] == "answered"
     assert not any("interrupted" in str(d["outcome"]) for d in out["decisions"])
+
+
+async def test_save_note_run_again_with_its_tool_call_id_saves_one_note(database_url, workspace):
+    """How a tool makes itself idempotent: its effect is keyed by the ``tool_call_id`` of the call."""
+    from workspace_agent.checkpoints.chatlog import PostgresRecords
+    from workspace_agent.skills.builtin import builtin_tools
+
+    records = PostgresRecords(database_url)
+    [save] = [t for t in builtin_tools(workspace, "ann", records) if t.name == "save_note"]
+    assert "tool_call_id" not in save.tool_call_schema.model_json_schema()["properties"], "not the model's"
+    call = {"type": "tool_call", "name": "save_note", "args": {"text": "buy milk"}, "id": "call-1"}
+    first, again = await save.ainvoke(call), await save.ainvoke(call)
+    assert first.content == again.content
+    await save.ainvoke({**call, "id": "call-2"})
+    assert await records.notes(workspace, "ann") == ["buy milk", "buy milk"], "a new call is a new note"
