@@ -156,7 +156,10 @@ async def on_thread_update(ctx: Ctx, value: dict[str, Any]) -> Filter:
             status_code=403,
             detail="thread state is written by the graph only; answer an approval with Command(resume=...)",
         )
-    return _only(_owner(ctx))
+    owner = _owner(ctx)
+    if owner is not None and isinstance(value.get("metadata"), dict):
+        _stamp(value, owner)  # metadata may change, its owner not: no planting a thread in another's list
+    return _only(owner)
 
 
 @auth.on.threads.create
@@ -189,7 +192,7 @@ async def on_assistant_write(ctx: Ctx, value: dict[str, Any]) -> Filter:
         raise _refuse(exc) from None
     if owner is None:
         return None
-    if ctx.action == "create":
+    if ctx.action == "create" or isinstance(value.get("metadata"), dict):
         _stamp(value, owner)
     return _only(owner)
 

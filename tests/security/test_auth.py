@@ -111,6 +111,14 @@ async def test_bob_cannot_pose_as_alice_through_context(secured_server, llm, wor
     assert system_prompt_of(llm.requests[-1]).startswith("You serve bob.")
 
 
+async def test_bob_cannot_plant_a_thread_in_alices_list(secured_server):
+    alice, bob = as_user(secured_server, "alice"), as_user(secured_server, "bob")
+    planted = await bob.threads.create(metadata={"owner": "alice"})
+    await bob.threads.update(planted["thread_id"], metadata={"owner": "alice", "title": "from bob"})
+    assert planted["thread_id"] not in [t["thread_id"] for t in await alice.threads.search(limit=100)]
+    assert (await bob.threads.get(planted["thread_id"]))["metadata"]["owner"] == "bob"
+
+
 async def test_an_assistant_is_its_owners(secured_server, llm, workspace):
     alice, bob = as_user(secured_server, "alice"), as_user(secured_server, "bob")
     mine = await alice.assistants.create("agent", context={"workspace": workspace}, name=workspace)
