@@ -7,8 +7,9 @@ allowed folder that points out of it is refused like the target itself. Only reg
 that turns out to be binary data under a text name is refused, not indexed as noise.
 
 Settings (deployment: environment or ``langgraph.json`` env):
-    ``DOCUMENT_ROOTS``: folders server-side ingest may read, ``os.pathsep``-separated. Default: the
-        project's data folder and the repository's ``samples/``.
+    ``DOCUMENT_ROOTS``: folders server-side ingest may read, ``os.pathsep``-separated. Default:
+        ``documents/`` in the project's data folder (not the whole folder: it also holds the embedded
+        database and model caches) and the repository's ``samples/``.
     ``DOCUMENT_MAX_BYTES``: the largest file read, in bytes (default 16 MiB).
 """
 
@@ -60,6 +61,13 @@ class OutsideRoots(UnreadableDocument):
 # ── where the server may read ──────────────────────────────────────────────────────────────────────────
 
 
+def default_documents_folder() -> Path:
+    """``documents/`` in the project's data folder: a root of its own, beside (not over) the database."""
+    folder = data_home() / "documents"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def document_roots(extra: Iterable[str | Path] = ()) -> list[Path]:
     """The folders server-side ingest may read: ``DOCUMENT_ROOTS`` (or the defaults), plus ``extra``.
 
@@ -67,7 +75,7 @@ def document_roots(extra: Iterable[str | Path] = ()) -> list[Path]:
     from a run. Roots are resolved, so a root that is itself a symlink means its target.
     """
     setting = os.environ.get(ROOTS_SETTING, "")
-    given = [p for p in setting.split(os.pathsep) if p.strip()] or [data_home(), SAMPLES_ROOT]
+    given = [p for p in setting.split(os.pathsep) if p.strip()] or [default_documents_folder(), SAMPLES_ROOT]
     return [Path(p).expanduser().resolve() for p in [*given, *extra]]
 
 

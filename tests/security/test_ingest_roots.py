@@ -40,9 +40,9 @@ def secret(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def inside_root(home: str) -> Path:
-    """A fresh folder under the project's data folder, which is a default documents root."""
-    folder = Path(home) / f"docs-{uuid.uuid4().hex[:8]}"
-    folder.mkdir()
+    """A fresh folder under ``documents/`` of the project's data folder, a default documents root."""
+    folder = Path(home) / "documents" / f"docs-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(parents=True)
     return folder
 
 
@@ -52,20 +52,23 @@ async def search_finds_nothing(workspace: str) -> None:
     assert text.startswith(NO_CONTEXT) and SECRET not in text
 
 
-async def test_a_client_cannot_ingest_a_server_file_outside_the_roots(dev_server, workspace, secret):
+async def test_a_client_cannot_ingest_a_server_file_outside_the_roots(dev_server, workspace, secret, home):
     from langgraph_sdk import get_client
 
     client = get_client(url=dev_server)
     thread = await client.threads.create()
+    database_files = [home, str(Path(home) / "pgdata" / "postgresql.conf")]  # data folder, not documents/
     out = await client.runs.wait(
         thread["thread_id"],
         "ingest",
-        input={"paths": [str(secret), str(secret.parent), str(secret.parent / "missing.json")]},
+        input={
+            "paths": [str(secret), str(secret.parent), str(secret.parent / "missing.json"), *database_files]
+        },
         context={"workspace": workspace},
     )
     assert out["added"] == [] and out["replaced"] == []
     reasons = {f["path"]: f["reason"] for f in out["failed"]}
-    assert len(reasons) == 3 and all("DOCUMENT_ROOTS" in r and "outside" in r for r in reasons.values())
+    assert len(reasons) == 5 and all("DOCUMENT_ROOTS" in r and "outside" in r for r in reasons.values())
     assert reasons[str(secret)].startswith(str(secret)), "the error names the path"
     missing = reasons[str(secret.parent / "missing.json")]
     assert "no such file" not in missing, "whether a file exists outside the roots is not revealed"
