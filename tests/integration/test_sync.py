@@ -150,10 +150,9 @@ def embed(monkeypatch, llm):
 
 
 async def test_ingest_graph_invoke_and_stream(embed, workspace, tmp_path, monkeypatch):
-    from workspace_agent.providers.paths import data_home
-
-    folder = data_home() / "sync-docs" / workspace
-    folder.mkdir(parents=True)
+    monkeypatch.setenv("DOCUMENT_ROOTS", str(tmp_path))  # as a deployment sets it for its server
+    folder = tmp_path / "docs"
+    folder.mkdir()
     (folder / "a.md").write_text("# Apples\n\nApples grow on trees in the orchard.")
     graph = build_ingest()
     context = IngestContext(workspace=workspace)
