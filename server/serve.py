@@ -179,6 +179,19 @@ def schedule_memories(url: str, db_url: str, interval: str | None) -> str:
     return f"memory extraction: {outcome}" + (f" ({cron['schedule']})" if cron else "")
 
 
+def prepare_model() -> str:
+    """Say which model the graphs will use; start the shared local model now rather than at the first turn."""
+    from workspace_agent.providers.endpoint import endpoint_url, model_settings
+
+    settings = model_settings()
+    if settings.kind != "local":
+        return f"{settings.model} at {settings.base_url}"
+    try:
+        return f"the embedded local model {settings.model} at {endpoint_url(settings)}"
+    except Exception as exc:  # the graphs will report it per turn; serving the rest still makes sense
+        return f"NONE: the local model cannot start ({exc}); set OPENAI_BASE_URL"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="serve", description=__doc__.split("\n")[0])
     parser.add_argument("--instances", type=int, default=int(os.environ.get("SERVE_INSTANCES", "1")))
@@ -232,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"database: {'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded PostgreSQL'}")
         _say(f"pools: {plan.describe()}")
         _say(f"redis: {redis_url or 'none'}")
+        _say(f"model: {prepare_model()}")
         env = instance_env(db_url, plan, redis_url, config, interval)
         instances = [Instance(i, args.host, args.port + i, env, args.log_dir) for i in range(args.instances)]
         for i, instance in enumerate(instances):  # the first migrates the schema alone, then the rest
