@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench serve serve-setup redis
+.PHONY: setup run test lint bench serve serve-setup serve-test-setup redis
 
 # Production serving (`make serve`: Aegra on PostgreSQL) needs Python >= 3.12, so it has a venv of its own.
 SERVE_PYTHON ?= $(shell for p in python3.12 python3.13 $$(pyenv root 2>/dev/null)/versions/3.1[23]*/bin/python3; \
@@ -25,7 +25,7 @@ run: setup
 	$(BIN)/workspace-agent
 
 # Everything, the real local model included (the `local_model` marker is opt-in for plain `pytest`).
-test: setup serve-setup
+test: setup serve-test-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -m "local_model or not local_model"
 
@@ -51,6 +51,11 @@ redis:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server >/dev/null; }
 
 serve-setup: $(SERVE_STAMP) redis
+
+# `make test` sets serving up too when it can: without Python >= 3.12 the serving tests skip and say why.
+serve-test-setup:
+	@if [ -n "$(SERVE_PYTHON)" ]; then $(MAKE) --no-print-directory serve-setup; \
+	else echo "no Python >= 3.12: tests/serving will be skipped"; fi
 
 # SERVE_INSTANCES=N (default 1), SERVE_PORT (2026), DATABASE_URL, REDIS_URL, MEMORY_EXTRACTION_INTERVAL (3h).
 serve: serve-setup
