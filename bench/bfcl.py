@@ -32,12 +32,13 @@ from langchain_core.tools import StructuredTool
 
 from workspace_agent.graphs.context import Context
 from workspace_agent.nodes.trim import render_system
-from workspace_agent.providers import prompted
+from workspace_agent.providers import call_parsing, prompted
 from workspace_agent.providers.local_model import ensure_local_model_server
 from workspace_agent.providers.models import chat_model
 from workspace_agent.providers.paths import data_home
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
+os.environ.setdefault("MODEL_TIMEOUT", "900")  # one slow reply on a loaded machine is not a wrong answer
 WHEEL = "bfcl-eval==2026.3.23"
 LIVE = ["live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"]
 HELD_OUT = ["simple_python", "multiple", "parallel", "parallel_multiple"]
@@ -191,6 +192,29 @@ async def run(options: argparse.Namespace) -> None:
     print(f"replies written to {out}")
 
 
+def rescore(path: Path) -> None:
+    """Score the replies of an earlier run again with today's parser: what reading every call alone buys.
+
+    Only the first reply of each question is read (a reply naming an unknown tool was asked again), so this
+    isolates the parser from the catalog, which shaped those replies.
+    """
+    by_category: dict[str, list[dict[str, Any]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        by_category.setdefault(json.loads(line)["category"], []).append(json.loads(line))
+    for category, rows in by_category.items():
+        questions = {q["id"]: q for q in load(category)}
+        results = []
+        for row in rows:
+            question, text = questions[row["id"]], (row["replies"] or [""])[0]
+            tools = {t.name: prompted.schema_of(t) for t in map(as_tool, question["function"])}
+            params = {n: tuple(s.get("properties") or ()) for n, s in tools.items()}
+            found, _ = call_parsing.parse_reply(text, params)
+            calls = [{"name": c["name"], "args": prompted.coerce(c["args"], tools[c["name"]])} for c in found]
+            ok = reply_ok(calls, question["function"], question["truth"])
+            results.append({**row, "ok": ok, "calls": calls, "error": None})
+        print(_format(_row(f"{category} (re-read)", results)))
+
+
 def _row(category: str, results: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(results) or 1
     return {
@@ -224,7 +248,12 @@ def main() -> None:
     parser.add_argument("--label", default="run", help="names the replies file")
     parser.add_argument("--out", default=None, help="replies file (JSONL)")
     parser.add_argument("--verbose", action="store_true", help="one line per question")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--rescore", default=None, help="re-read an earlier run's replies file instead")
+    options = parser.parse_args()
+    if options.rescore:
+        rescore(Path(options.rescore))
+    else:
+        asyncio.run(run(options))
 
 
 if __name__ == "__main__":

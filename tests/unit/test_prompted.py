@@ -1,7 +1,7 @@
 """Prompted tool calling: every call of a reply is read, the catalog says what the model needs, the digest.
 
-The replies below were written by the embedded model (Qwen2.5-Coder-0.5B, temperature 0) on BFCL questions
-through ``bench/bfcl.py``; the question id is given with each. A few are trimmed to the calls.
+Replies marked with a BFCL question id were written by the embedded model (Qwen2.5-Coder-0.5B, temperature 0)
+through ``bench/bfcl.py``; the others are the same shapes varied (two blocks, a key twice, near-JSON).
 """
 
 from __future__ import annotations
@@ -60,13 +60,31 @@ def test_a_json_list_gives_every_call_with_its_own_id():
     assert len({c["id"] for c in calls}) == 2
 
 
-def test_several_fenced_blocks_are_several_calls():
-    text = (  # live_parallel_1-0-1, before the fix: only Boston ran
-        '```json\n{\n  "name": "get_current_weather",\n  "arguments": {\n'
-        '    "location": "Boston, MA"\n  }\n}\n```\n'
-        '```json\n{\n  "name": "get_current_weather",\n  "arguments": {\n'
-        '    "location": "San Francisco, CA"\n  }\n}\n```'
+def test_a_pretty_printed_fenced_call_is_read():
+    text = (  # parallel_121, catalog before the fix
+        '```json\n{\n  "name": "ecology.get_turtle_population",\n  "arguments": {\n'
+        '    "location": "Galapagos Islands",\n    "year": 2015,\n    "species": true\n  }\n}\n```'
     )
+    tools = {"ecology.get_turtle_population": ("location", "year", "species")}
+    assert calls_of(text, tools) == [
+        ("ecology.get_turtle_population", {"location": "Galapagos Islands", "year": 2015, "species": True})
+    ]
+
+
+def test_a_list_the_model_wrote_gives_both_calls():
+    text = (  # live_parallel_8-4-0, catalog after the fix
+        '[{"name": "todo", "arguments": {"type": "add", "content": "Machine Learning Study Session"}}, '
+        '{"name": "todo", "arguments": {"type": "delete", "content": "todo random"}}]'
+    )
+    assert calls_of(text, {"todo": ("type", "content")}) == [
+        ("todo", {"type": "add", "content": "Machine Learning Study Session"}),
+        ("todo", {"type": "delete", "content": "todo random"}),
+    ]
+
+
+def test_several_fenced_blocks_are_several_calls():
+    block = '```json\n{\n  "name": "get_current_weather",\n  "arguments": {\n    "location": "%s"\n  }\n}\n```'  # noqa: E501
+    text = block % "Boston, MA" + "\n" + block % "San Francisco, CA"
     assert calls_of(text) == [
         ("get_current_weather", {"location": "Boston, MA"}),
         ("get_current_weather", {"location": "San Francisco, CA"}),
@@ -82,13 +100,24 @@ def test_objects_one_per_line_are_several_calls():
 
 
 def test_a_call_nested_under_the_previous_one_is_split_out():
-    text = (  # the old catalog's "call:" line, copied as a key
+    text = (  # parallel_68, catalog before the fix: its "call:" line was copied as a key
+        '{"name": "calculate_area", "arguments": {"base": 12, "height": 15, "unit": "cm"}, "call": '
+        '{"name": "calculate_area", "arguments": {"base": 18, "height": 24, "unit": "cm"}}}'
+    )
+    assert calls_of(text, {"calculate_area": ("base", "height", "unit")}) == [
+        ("calculate_area", {"base": 12, "height": 15, "unit": "cm"}),
+        ("calculate_area", {"base": 18, "height": 24, "unit": "cm"}),
+    ]
+    deeper = (  # the same habit, one level further and inside the arguments
         '{"name": "get_current_weather", "arguments": {"location": "Boston, MA"}, "call": '
         '{"name": "get_current_weather", "arguments": {"location": "San Francisco, CA", "call": '
         '{"name": "get_current_weather", "arguments": {"location": "Chicago, IL"}}}}}'
     )
-    assert [a["location"] for _, a in calls_of(text)] == ["Boston, MA", "San Francisco, CA", "Chicago, IL"]
-    assert all("call" not in a for _, a in calls_of(text))
+    assert calls_of(deeper) == [
+        ("get_current_weather", {"location": "Boston, MA"}),
+        ("get_current_weather", {"location": "San Francisco, CA"}),
+        ("get_current_weather", {"location": "Chicago, IL"}),
+    ]
 
 
 def test_a_parameter_whose_value_looks_like_a_call_is_kept():

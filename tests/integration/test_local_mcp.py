@@ -1,0 +1,99 @@
+"""MCP tools on the embedded local model, prompted mode (opt-in marker ``local_model``).
+
+A real stdio MCP server (tests/support/mcp_servers/recorder.py) writes down every call it receives, so the
+tests assert that the MCP tool really ran, with the arguments the 0.5B model wrote as JSON text. The servers
+file is the deployment's (``MCP_CONFIG``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_openai import ChatOpenAI
+from langgraph.types import Command
+
+from tests.support.helpers import decisions_of, user_message
+from workspace_agent.graphs.agent import build_graph
+from workspace_agent.graphs.context import Context
+from workspace_agent.skills.mcp import close_mcp
+
+pytestmark = [pytest.mark.local_model, pytest.mark.timeout(900)]  # a 0.5B model on 2 shared cores
+RECORDER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "recorder.py"
+
+
+@pytest.fixture(scope="module")
+def local_model() -> ChatOpenAI:
+    from workspace_agent.providers.local_model import ensure_local_model_server
+
+    server = ensure_local_model_server()
+    return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0)
+
+
+@pytest.fixture(autouse=True)
+async def close_sessions() -> AsyncIterator[None]:
+    yield
+    await close_mcp()
+
+
+def deploy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, labels: list[str]) -> None:
+    """Recorder servers over stdio in the deployment's servers file (``MCP_CONFIG``)."""
+    servers = {
+        label: {
+            "command": sys.executable,
+            "args": [str(RECORDER)],
+            "env": {"MCP_LABEL": label, "MCP_RECORD": str(tmp_path / "calls.jsonl")},
+        }
+        for label in labels
+    }
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    monkeypatch.setenv("MCP_CONFIG", str(path))
+
+
+def recorded(tmp_path: Path) -> list[dict[str, Any]]:
+    path = tmp_path / "calls.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+async def turn(graph: Any, text: str, thread: dict, context: Context) -> dict:
+    """One turn, approving whatever the model asks to run (MCP tools ask by default)."""
+    out = await graph.ainvoke(user_message(text), thread, context=context)
+    while out.get("__interrupt__"):
+        out = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}] * len(
+            out["__interrupt__"][0].value["action_requests"])}), thread, context=context)  # fmt: skip
+    return out
+
+
+async def test_the_local_model_runs_an_mcp_tool_written_as_json_text(
+    local_model, saver, workspace, thread, tmp_path, monkeypatch
+):
+    deploy(monkeypatch, tmp_path, ["calc"])
+    graph = build_graph(checkpointer=saver, model=local_model)
+    context = Context(workspace=workspace, native_tool_calling=False, context_window=4096)
+    out = await turn(graph, "@agent Use the calc-add tool to add 17 and 25.", thread, context)
+    chosen = decisions_of(out, "C1")[0]
+    assert chosen["outcome"] == ["calc-add"] and "prompted" in chosen["why"], out["decisions"]
+    assert [(r["tool"], r["args"]) for r in recorded(tmp_path)] == [("add", {"a": 17, "b": 25})]
+    assert out["stop_reason"] == "answered" and "42" in out["messages"][-1].content
+
+
+async def test_thirty_mcp_tools_fit_the_window_or_the_catalog_is_cut_and_recorded(
+    local_model, saver, workspace, thread, tmp_path, monkeypatch
+):
+    deploy(monkeypatch, tmp_path, ["calc", "notes", "files"])  # 3 × 11 tools, plus the built-ins
+    graph = build_graph(checkpointer=saver, model=local_model)
+    context = Context(workspace=workspace, native_tool_calling=False, context_window=4096)
+    out = await turn(graph, "@agent Use the calc-add tool to add 17 and 25.", thread, context)
+    cuts = [d for d in decisions_of(out, "C1") if d["decided_by"] == "code"]
+    if cuts:  # the catalog did not fit: the relevant tool was kept, the rest recorded as left out
+        (cut,) = cuts
+        assert "calc-add" in cut["outcome"]["offered"] and cut["outcome"]["left_out"]
+        assert len(cut["outcome"]["offered"]) + len(cut["outcome"]["left_out"]) >= 33
+    ran = [(r["server"], r["tool"], r["args"]) for r in recorded(tmp_path)]
+    assert ("calc", "add", {"a": 17, "b": 25}) in ran, out["decisions"]
+    assert out["stop_reason"] == "answered"
