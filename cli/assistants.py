@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import uuid
@@ -33,9 +34,14 @@ MANAGED = "workspace-agent"
 Outcome = Literal["created", "updated", "unchanged"]
 
 
-def assistant_id(graph_id: str, workspace: str) -> str:
-    """The id of a workspace's assistant for a graph: the same for every creator."""
-    return str(uuid.uuid5(NAMESPACE, f"{graph_id}:{workspace}"))
+def assistant_id(graph_id: str, workspace: str, api_key: str | None = None) -> str:
+    """The id of a workspace's assistant for a graph: the same for every creator with the same key.
+
+    With authentication on, assistants are their owner's, and ids are global: the key (hashed) is part of
+    the id so that two users' workspaces of the same name do not claim one id.
+    """
+    owner = f":{hashlib.sha256(api_key.encode()).hexdigest()[:16]}" if api_key else ""
+    return str(uuid.uuid5(NAMESPACE, f"{graph_id}:{workspace}{owner}"))
 
 
 def validated_context(graph_id: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -100,7 +106,7 @@ async def ensure(
             created = await client.assistants.create(
                 graph_id,
                 context=context,
-                assistant_id=assistant_id(graph_id, workspace),
+                assistant_id=assistant_id(graph_id, workspace, client.http.client.headers.get("x-api-key")),
                 if_exists="do_nothing",
                 name=f"{workspace} ({graph_id})",
                 metadata={"workspace": workspace, "managed_by": MANAGED},

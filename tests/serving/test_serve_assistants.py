@@ -75,3 +75,17 @@ def test_the_cli_command_twice_makes_one_assistant(server_url, workspace):
         [*cli, "--set", "top_n=-1", "assistant", "create"], env=env, capture_output=True, text=True, cwd=ROOT
     )
     assert bad.returncode == 1 and "top_n" in bad.stderr
+
+
+async def test_with_api_keys_each_user_gets_their_own_workspace_assistant(serve, workspace):
+    served = serve(WORKSPACE_AGENT_API_KEYS="k-alice:alice,k-bob:bob", LANGGRAPH_API_KEY="k-alice")
+    assert "memory extraction: off" in served.out.read_text()  # the launcher authenticated as alice
+    alice = get_client(url=served.urls[0], api_key="k-alice")
+    bob = get_client(url=served.urls[0], api_key="k-bob")
+    mine, outcome = await ensure(alice, "agent", workspace, {"chat_mode": "query"})
+    theirs, their_outcome = await ensure(bob, "agent", workspace, {})
+    assert (outcome, their_outcome) == ("created", "created")
+    assert mine["assistant_id"] != theirs["assistant_id"]
+    assert (await ensure(bob, "agent", workspace, {}))[1] == "unchanged"
+    assert [a["assistant_id"] for a in await listing(alice, workspace)] == [mine["assistant_id"]]
+    assert [a["assistant_id"] for a in await listing(bob, workspace)] == [theirs["assistant_id"]]
