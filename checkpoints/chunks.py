@@ -258,6 +258,16 @@ class DocumentStore:
             )
             return [Document(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
 
+    async def documents_with_content(self, workspace: str, ids: Iterable[int]) -> list[Document]:
+        """Documents of a workspace by id with their full text, in the order they were added."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS}, d.content FROM documents d WHERE workspace = %s AND d.id = ANY(%s)"
+                " ORDER BY d.id",
+                (workspace, list(ids)),
+            )
+            return [Document(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+
     async def remove_documents(self, workspace: str, ids: Iterable[int]) -> int:
         """Delete documents (and their chunks); the workspace forgets its embedding model when emptied."""
         async with self._conn() as conn, conn.transaction():

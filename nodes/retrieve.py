@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from workspace_agent.checkpoints.chunks import Document
+from workspace_agent.checkpoints.chunks import ChunkHit, Document, DocumentStore
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, decision
 from workspace_agent.nodes.trim import FRAME, SYSTEM_SHARE, render_system
-from workspace_agent.providers.tokens import count, ensure_tokenizer, message_text
+from workspace_agent.providers.tokens import count, cut_middle, ensure_tokenizer, message_text
 from workspace_agent.skills.documents import (
     chunk_context,
     chunk_source,
@@ -19,6 +21,14 @@ from workspace_agent.skills.documents import (
     search,
 )
 from workspace_agent.skills.toolset import Services
+
+#: Outcomes of ``ingest_uploads`` that leave the dropped file among the workspace's documents.
+IN_WORKSPACE = ("added", "replaced", "unchanged")
+#: Characters kept at each end of an upload too large for the share before it is cut to tokens: no token
+#: is this long, and a large file is never tokenized whole in a turn.
+CHARS_PER_TOKEN_MAX = 8
+#: Fewest tokens of an upload worth sending cut; below that it is left out (and its chunks searched).
+MIN_CUT = 64
 
 
 def _fit_pins(pinned: list[Document], budget: int) -> tuple[list[Document], list[Document]]:
@@ -37,14 +47,67 @@ def _fit_pins(pinned: list[Document], budget: int) -> tuple[list[Document], list
     return kept, left_out
 
 
+def _cut_upload(doc: Document, budget: int) -> str:
+    """An upload larger than what is left of the share: its opening and its end, the middle cut out.
+
+    The same cut ``trim`` would make of an over-share context, made here so the thread's state does not
+    carry a large file only for ``trim`` to drop most of it.
+    """
+    header = metadata_header(doc.title, doc.source)
+    text, span = doc.content or "", budget * CHARS_PER_TOKEN_MAX
+    if len(text) > 2 * span:
+        text = text[:span] + text[-span:]
+    return header + cut_middle(text, budget - count(header))
+
+
+def _fit_uploads(uploads: list[Document], budget: int) -> tuple[dict[int, str], dict[int, str], int]:
+    """Uploads of this message go first in the share: whole when they fit, else cut to what is left.
+
+    Returns the context text of each upload sent and how each was sent (``whole`` / ``cut`` /
+    ``left_out``), both by document id, and the budget left for pins.
+    """
+    texts: dict[int, str] = {}
+    how: dict[int, str] = {}
+    for doc in uploads:
+        header = count(metadata_header(doc.title, doc.source))
+        if doc.tokens + header <= budget:
+            texts[doc.id] = pinned_context(doc)
+            how[doc.id], budget = "whole", budget - doc.tokens - header
+        elif budget - header >= MIN_CUT:
+            texts[doc.id] = _cut_upload(doc, budget)
+            how[doc.id], budget = "cut", 0
+        else:
+            how[doc.id] = "left_out"
+    return texts, how, budget
+
+
+def upload_source(doc: Document) -> dict[str, Any]:
+    """The citation of a document dropped into this message: like a pin's, marked as this turn's upload."""
+    return {**{k: v for k, v in pinned_source(doc).items() if k != "pinned"}, "uploaded": True}
+
+
+def _not_sent(hits: list[ChunkHit], whole: set[int], sent: list[str]) -> list[ChunkHit]:
+    """Search hits not already in the prompt: not of an upload sent whole, not inside a cut upload's text."""
+    return [h for h in hits if h.document_id not in whole and not any(h.text in s for s in sent)]
+
+
+async def _uploads(state: AgentState, store: DocumentStore, workspace: str) -> list[Document]:
+    """The documents this message dropped into the chat (``route`` empties ``uploads`` at each turn)."""
+    ids = [u["document_id"] for u in state.get("uploads") or [] if u.get("outcome") in IN_WORKSPACE]
+    return await store.documents_with_content(workspace, ids) if ids else []
+
+
 async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
     """Gather the workspace's document context for this turn; in query mode, refuse when there is none.
 
-    Pinned documents go in whole first, as long as they fit the system-and-context share of the window
-    (15 %, less the system prompt), and their chunks are never searched. In chat and query mode the
+    Documents dropped into this message come first, whole when they fit the system-and-context share of the
+    window (15 %, less the system prompt), else cut in the middle to what is left: "summarise this" names
+    no word of the file, so a similarity search would miss the very document the person is asking about
+    (AnythingLLM attaches a dropped file to the prompt directly). Pinned documents follow in whole while
+    they fit; the chunks of both are never searched, so nothing is sent twice. In chat and query mode the
     ``top_n`` nearest chunks follow, those below ``similarity_threshold`` dropped. In agent mode only the
-    pins go in: the model searches through ``search_documents``, which applies the same rules. A workspace
-    without documents, or without an embedding model, leaves chat without context — and says so.
+    uploads and pins go in: the model searches through ``search_documents``, which applies the same rules.
+    A workspace without documents, or without an embedding model, leaves chat without context — and says so.
     """
     ctx = runtime.context
     store = services.documents
@@ -57,11 +120,23 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
     else:
         await ensure_tokenizer()
         budget = max(int(ctx.window * SYSTEM_SHARE) - count(render_system(ctx, [])) - FRAME, 0)
-        pins, left_out = _fit_pins(await store.pinned_documents(ctx.workspace), budget)
+        uploads = await _uploads(state, store, ctx.workspace)
+        sent, how, budget = _fit_uploads(uploads, budget)
+        context += list(sent.values())
+        sources += [upload_source(d) for d in uploads if how[d.id] != "left_out"]
+        notes = []
+        if uploads:
+            outcome["uploaded"] = {d.title: how[d.id] for d in uploads}
+            notes.append(
+                "dropped into this message, so sent as the pinned are: "
+                + ", ".join(f"{d.title!r} {how[d.id].replace('_', ' ')}" for d in uploads)
+            )
+        pinned = [d for d in await store.pinned_documents(ctx.workspace) if d.id not in how]
+        pins, left_out = _fit_pins(pinned, budget)
         context += [pinned_context(d) for d in pins]
         sources += [pinned_source(d) for d in pins]
         outcome["pinned"] = [d.title for d in pins]
-        notes = [f"{len(pins)} pinned document(s) in whole"]
+        notes.append(f"{len(pins)} pinned document(s) in whole")
         if left_out:
             outcome["pinned_left_out"] = [d.title for d in left_out]
             titles = ", ".join(repr(d.title) for d in left_out)
@@ -69,14 +144,19 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
         if state.get("route") == "agent":
             notes.append("agent mode: the model searches through search_documents")
         else:
+            whole = {d.id for d in uploads if how[d.id] == "whole"}
+            extra = sum(d.chunks for d in uploads if d.id in whole)  # their chunks never take a place
             found = await search(
-                store, ctx.workspace, query, top_n=ctx.top_n, threshold=ctx.similarity_threshold
+                store, ctx.workspace, query, top_n=ctx.top_n + extra, threshold=ctx.similarity_threshold
             )
-            context += [chunk_context(h) for h in found.hits]
-            sources += [chunk_source(h) for h in found.hits]
-            outcome |= {"chunks": len(found.hits), "below_threshold": len(found.dropped)}
+            cut = [text for i, text in sent.items() if how[i] == "cut"]
+            hits = _not_sent(found.hits, whole, cut)[: ctx.top_n]
+            dropped = _not_sent(found.dropped, whole, cut)[: ctx.top_n - len(hits)]
+            context += [chunk_context(h) for h in hits]
+            sources += [chunk_source(h) for h in hits]
+            outcome |= {"chunks": len(hits), "below_threshold": len(dropped)}
             threshold = ctx.similarity_threshold
-            kept = f"{len(found.hits)} of the top {ctx.top_n} chunks at similarity ≥ {threshold:g}"
+            kept = f"{len(hits)} of the top {ctx.top_n} chunks at similarity ≥ {threshold:g}"
             notes.append(found.problem or kept)
     why = "; ".join(notes)
     out: dict = {"context": context, "sources": sources}

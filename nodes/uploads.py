@@ -3,9 +3,11 @@
 Web clients (Agent Chat UI's "Upload PDF or Image") send a dropped file as a base64 content block in the
 user message. AnythingLLM adds such a document to the workspace; so does this node, through the same
 functions as the ``ingest`` graph: hashed first (an identical file is left unchanged), read by its type,
-split, embedded and stored, then found by retrieval and named in the sources like any document. A file the
-model cannot use gets a reason instead of a crash: an image (this model reads text), an unsupported type, a
-file over ``UPLOAD_MAX_BYTES``. Its bytes leave the message once handled: the thread keeps its name and what
+split, embedded and stored. In the turn that drops it, ``retrieve`` sends it whole as it sends a pinned
+document (found by its ``document_id`` in ``uploads``: "summarise this" shares no word with the file), and
+the sources name it; later turns find it by similarity like any document. A file the model cannot use gets
+a reason instead of a crash: an image (this model reads text), an unsupported type, a file over
+``UPLOAD_MAX_BYTES``. Its bytes leave the message once handled: the thread keeps its name and what
 became of it, so checkpoints do not carry the file again at every step.
 """
 

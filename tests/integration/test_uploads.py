@@ -162,3 +162,82 @@ async def test_a_file_over_the_limit_is_refused_with_its_size(embed, saver, work
     assert "3000 bytes" in reason and "at most 1000 bytes" in reason and "UPLOAD_MAX_BYTES" in reason
     assert [d["outcome"] for d in decisions_of(out, "I2")] == ["refused"]
     assert await DocumentStore().get_document(workspace, "chat-upload:big.txt") is None
+
+
+MEMO = (
+    "Glacier ferry timetable: departures at seven and eleven from harbour pier nine; "
+    "the evening boat returns by dusk."
+)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        chat_ui_file("memo.txt", "text/plain", MEMO.encode()),
+        chat_ui_file("memo.pdf", "application/pdf", make_pdf(MEMO)),
+    ],
+    ids=["txt", "pdf"],
+)
+async def test_summarise_this_sends_the_dropped_file_whole_and_only_in_its_turn(
+    embed, saver, workspace, thread, block
+):
+    """'summarise this' shares no word with the file: a similarity search alone would miss it."""
+    graph = build_graph(checkpointer=saver)
+    context = Context(workspace=workspace, chat_mode="chat")
+    name = block["metadata"]["filename"]
+    embed.push(text_reply("A ferry timetable."))
+    out = await graph.ainvoke(
+        user_message([{"type": "text", "text": "summarise this"}, block]), thread, context=context
+    )
+    assert out["uploads"][0]["outcome"] == "added"
+    system = embed.requests[-1]["messages"][0]["content"]
+    assert "departures at seven and eleven from harbour pier nine" in system, "the file went into the prompt"
+    assert [s["title"] for s in out["sources"]] == [name] and out["sources"][0]["uploaded"] is True
+    (b8,) = decisions_of(out, "B8")
+    assert b8["outcome"]["uploaded"] == {name: "whole"} and "dropped into this message" in b8["why"]
+
+    embed.push(text_reply("Nothing attached."))
+    out = await graph.ainvoke(user_message("summarise this"), thread, context=context)
+    assert "harbour pier nine" not in embed.requests[-1]["messages"][0]["content"], "not forced in again"
+    assert out["sources"] == [] and "uploaded" not in decisions_of(out, "B8")[0]["outcome"]
+
+
+async def test_the_dropped_files_chunks_are_not_searched_so_it_is_sent_once(embed, saver, workspace, thread):
+    """A question sharing the file's words would find its chunks too; they must not take a place again."""
+    graph = build_graph(checkpointer=saver)
+    text = "\n\n".join(
+        f"Section {i}: the glacier ferry leaves harbour pier nine at {i} o'clock." for i in range(40)
+    )
+    block = chat_ui_file("ferry.txt", "text/plain", text.encode())
+    embed.push(text_reply("ok"))
+    out = await graph.ainvoke(
+        user_message(
+            [{"type": "text", "text": "When does the glacier ferry leave harbour pier nine?"}, block]
+        ),
+        thread,
+        context=Context(workspace=workspace, chat_mode="chat"),
+    )
+    assert out["uploads"][0]["chunks"] > 1
+    system = embed.requests[-1]["messages"][0]["content"]
+    assert system.count("Section 7: the glacier ferry") == 1
+    assert [(s["title"], s.get("uploaded")) for s in out["sources"]] == [("ferry.txt", True)]
+    assert decisions_of(out, "B8")[0]["outcome"]["chunks"] == 0
+
+
+async def test_a_dropped_file_over_the_context_share_is_sent_cut_in_the_middle(
+    embed, saver, workspace, thread
+):
+    graph = build_graph(checkpointer=saver)
+    words = " ".join(f"w{i}" for i in range(6000))
+    block = chat_ui_file("long.txt", "text/plain", f"OPENING LINE. {words} CLOSING LINE.".encode())
+    embed.push(text_reply("ok"))
+    out = await graph.ainvoke(
+        user_message([{"type": "text", "text": "summarise this"}, block]),
+        thread,
+        context=Context(workspace=workspace, chat_mode="chat", context_window=8192),
+    )
+    (b8,) = decisions_of(out, "B8")
+    assert b8["outcome"]["uploaded"] == {"long.txt": "cut"}
+    system = embed.requests[-1]["messages"][0]["content"]
+    assert "OPENING LINE." in system and "CLOSING LINE." in system and "w3000 " not in system
+    assert out["sources"][0]["title"] == "long.txt"
