@@ -31,6 +31,7 @@ test: setup serve-test-setup
 
 bench: setup
 	$(BIN)/python bench/turn_overhead.py
+	$(BIN)/python bench/turn_cost.py
 	$(BIN)/python bench/parallel_tools.py
 	$(BIN)/python bench/long_thread.py
 	$(BIN)/python bench/retrieval.py

@@ -18,6 +18,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from workspace_agent.checkpoints.embedded import database_url, embedded_started
+from workspace_agent.checkpoints.liveness import check_async
 
 _pools: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, dict[str, asyncio.Future[AsyncConnectionPool]]
@@ -32,7 +33,7 @@ async def _configure(conn: AsyncConnection) -> None:
 
 async def _open(url: str) -> AsyncConnectionPool:
     # ``check`` hands out only live connections: after the database restarts, the next query reconnects
-    # instead of failing with "the connection is closed".
+    # instead of failing with "the connection is closed" (a round trip only for one that may be dead).
     new = AsyncConnectionPool(
         url,
         min_size=1,
@@ -40,7 +41,7 @@ async def _open(url: str) -> AsyncConnectionPool:
         open=False,
         configure=_configure,
         kwargs={"autocommit": True},
-        check=AsyncConnectionPool.check_connection,
+        check=check_async,
     )
     await new.open(wait=True, timeout=30)
     return new

@@ -21,11 +21,13 @@ from contextlib import asynccontextmanager, contextmanager
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg.rows import dict_row
+from psycopg import AsyncCursor, Cursor
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from workspace_agent.checkpoints.checkpoint_writes import OneStatementWrites
 from workspace_agent.checkpoints.embedded import database_url
+from workspace_agent.checkpoints.liveness import check_async, check_sync
 
 #: Connections one process's saver may hold: enough for the dev server's parallel runs, well within the
 #: embedded server's 100 shared by every process.
@@ -57,8 +59,31 @@ _COPY_THREAD = (
 _POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
 
 
-class ProjectPostgresSaver(AsyncPostgresSaver):
+class ProjectPostgresSaver(OneStatementWrites):
     """langgraph's async PostgreSQL saver, plus deleting the checkpoints of given runs (rollback)."""
+
+    @asynccontextmanager
+    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
+        """A cursor on a connection of its own, without the saver-wide lock when the saver sits on a pool.
+
+        langgraph's saver takes one lock around every query, which a single shared connection needs but a
+        pool does not: each caller holds its own connection. With the lock, every thread's checkpoints queue
+        behind each other's in one process, however many connections the pool has.
+        """
+        if self.pipe or not isinstance(self.conn, AsyncConnectionPool):
+            async with super()._cursor(pipeline=pipeline) as cur:
+                yield cur
+            return
+        async with self.conn.connection() as conn:
+            if pipeline and self.supports_pipeline:
+                async with conn.pipeline(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+            elif pipeline:
+                async with conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+            else:
+                async with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
 
     async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
         """Delete every checkpoint written by these runs, and their pending writes.
@@ -82,6 +107,24 @@ class ProjectPostgresSaver(AsyncPostgresSaver):
 class ProjectSyncPostgresSaver(PostgresSaver):
     """langgraph's sync PostgreSQL saver with the same run deletion, for ``graph.invoke`` programs."""
 
+    @contextmanager
+    def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:
+        """A cursor without the saver-wide lock when the saver sits on a pool (see the async saver's)."""
+        if self.pipe or not isinstance(self.conn, ConnectionPool):
+            with super()._cursor(pipeline=pipeline) as cur:
+                yield cur
+            return
+        with self.conn.connection() as conn:
+            if pipeline and self.supports_pipeline:
+                with conn.pipeline(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+            elif pipeline:
+                with conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+            else:
+                with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+
     def delete_for_runs(self, run_ids: Iterable[str]) -> None:
         """Delete every checkpoint written by these runs, and their pending writes."""
         ids = [str(r) for r in run_ids]
@@ -95,7 +138,7 @@ async def postgres_saver(url: str | None = None) -> AsyncIterator[ProjectPostgre
     """An async PostgreSQL saver on a checked connection pool, its tables set up (``setup`` is idempotent)."""
     url = url or await asyncio.to_thread(database_url)  # may start the embedded server: not on the event loop
     pool_args = {"min_size": 1, "max_size": POOL_SIZE, "kwargs": _POOL_KWARGS, "open": False}
-    async with AsyncConnectionPool(url, check=AsyncConnectionPool.check_connection, **pool_args) as pool:
+    async with AsyncConnectionPool(url, check=check_async, **pool_args) as pool:
         await pool.wait(timeout=30)
         saver = ProjectPostgresSaver(pool)  # type: ignore[arg-type]
         await saver.setup()
@@ -106,7 +149,7 @@ async def postgres_saver(url: str | None = None) -> AsyncIterator[ProjectPostgre
 def sync_postgres_saver(url: str | None = None) -> Iterator[ProjectSyncPostgresSaver]:
     """The sync PostgreSQL saver (``graph.invoke`` / ``stream``), on a checked pool, tables set up."""
     pool_args = {"min_size": 1, "max_size": POOL_SIZE, "kwargs": _POOL_KWARGS, "open": False}
-    with ConnectionPool(url or database_url(), check=ConnectionPool.check_connection, **pool_args) as pool:
+    with ConnectionPool(url or database_url(), check=check_sync, **pool_args) as pool:
         pool.wait(timeout=30)
         saver = ProjectSyncPostgresSaver(pool)  # type: ignore[arg-type]
         saver.setup()

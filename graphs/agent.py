@@ -23,7 +23,7 @@ from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.checkpoints.turn_lock import one_turn_at_a_time
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.forks import forking
-from workspace_agent.graphs.runnables import node
+from workspace_agent.graphs.runnables import node, router
 from workspace_agent.graphs.state import AgentState, InputState, OutputState
 from workspace_agent.nodes.approve import approve
 from workspace_agent.nodes.call_model import call_model, route_after_model
@@ -80,13 +80,13 @@ def build_graph(
     builder.add_node("finish", node(partial(finish, services=services)))
 
     builder.add_edge(START, "route")
-    builder.add_conditional_edges("route", route_uploads, ["ingest_uploads", *AFTER_ROUTE])
+    builder.add_conditional_edges("route", router(route_uploads), ["ingest_uploads", *AFTER_ROUTE])
     for after in AFTER_ROUTE:
         builder.add_edge("ingest_uploads", after)
     builder.add_edge(["load_history", "retrieve", "recall"], "trim")
-    builder.add_conditional_edges("trim", route_after_trim, ["call_model", "finish"])
-    builder.add_conditional_edges("call_model", route_after_model, ["approve", "finish"])
-    builder.add_conditional_edges("approve", route_tool_calls, ["execute_tool", "trim"])
+    builder.add_conditional_edges("trim", router(route_after_trim), ["call_model", "finish"])
+    builder.add_conditional_edges("call_model", router(route_after_model), ["approve", "finish"])
+    builder.add_conditional_edges("approve", router(route_tool_calls), ["execute_tool", "trim"])
     builder.add_edge("execute_tool", "trim")
     builder.add_edge("finish", END)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name="workspace-agent")

@@ -33,3 +33,18 @@ def node(action: Callable[..., Any]) -> Any:
 
     name = getattr(action, "func", action).__name__  # a partial names its function
     return RunnableCallable(sync, action, name=name, trace=False)  # as LangGraph builds its own nodes
+
+
+def router(route: Callable[..., Any]) -> Any:
+    """A routing function (a conditional edge) that runs on the event loop under the async API too.
+
+    LangGraph runs a plain function given as a conditional edge in a worker thread under ``ainvoke``. A
+    router only reads state, so that hand-off (six per one-tool turn) costs more than the routing, and under
+    load each one waits for the interpreter lock. Under ``invoke`` the function runs as before.
+    """
+
+    @functools.wraps(route)
+    async def inline(*args: Any, **kwargs: Any) -> Any:
+        return route(*args, **kwargs)
+
+    return RunnableCallable(route, inline, name=route.__name__, trace=True)  # as LangGraph builds its own

@@ -1,0 +1,221 @@
+"""Cost of a full one-tool turn on PostgreSQL: our graph against LangChain's prebuilt agent, same saver.
+
+Both graphs run on ONE pool-backed saver (``postgres_saver``), with the same in-process model (one tool call,
+then an answer) and the same read-only tool, so the difference is what each graph does per turn. Ours runs
+as a program runs it: its chat log, documents and memories in the project's PostgreSQL and its turn lock on.
+A third line, ours with the chat log and documents in memory, separates the checkpoints from our nodes' own
+queries. Three figures:
+
+- the median one-tool turn on a fresh thread, run after run interleaved so machine noise hits all graphs;
+- throughput with 50 threads running a turn at once, rounds interleaved;
+- per turn: checkpoints written (one per superstep), checkpoint calls, and waits on the server (round
+  trips), counted at psycopg's ``wait`` — every query, pipeline sync and pool check passes through it —
+  and split by who asked.
+
+Goals (issue 14): a turn ≤ 2× the prebuilt agent's time, throughput ≥ 0.5× its throughput.
+Run: ``python bench/turn_cost.py [turns] [threads] [rounds]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import statistics
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from common import ToolThenAnswer, median_ms, timed
+from langchain.agents import create_agent
+from langchain_core.tools import StructuredTool
+from psycopg.waiting import Wait
+from turn_overhead import NoDocuments
+
+from workspace_agent.checkpoints.chatlog import MemoryRecords
+from workspace_agent.checkpoints.savers import postgres_saver
+from workspace_agent.graphs.agent import build_graph
+from workspace_agent.graphs.context import Context
+from workspace_agent.skills.builtin import current_datetime
+
+BASELINE, OURS, NO_OWN_IO = "prebuilt create_agent", "workspace-agent", "workspace-agent, log+docs in memory"
+SAVER_CALLS = ("aget_tuple", "aput", "aput_writes", "alist", "aget_delta_channel_history")
+_asker: contextvars.ContextVar[str] = contextvars.ContextVar("asker", default="nodes")
+
+
+class Probe:
+    """Counts saver calls and waits on the server (≈ round trips), by who asked, while switched on."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+        self.on = False
+        self.counts: Counter[str] = Counter()
+
+    @contextmanager
+    def installed(self) -> Iterator[Probe]:
+        """Wrap psycopg's waits and the saver's calls for the duration of the block."""
+        probe = self
+        async_wait, sync_wait = psycopg.AsyncConnection.wait, psycopg.Connection.wait
+
+        def blocking(gen: Generator[Any, Any, Any], who: str) -> Generator[Any, Any, Any]:
+            # A wait is a round trip when it had to wait for the server's answer (a read-only wait);
+            # sending a pipeline's queries, or reading what has already arrived, is not.
+            counted, sent = False, None
+            while True:
+                try:
+                    state = gen.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+                if state == Wait.R and not counted and probe.on:
+                    probe.counts[f"trips {who}"] += 1
+                    counted = True
+                sent = yield state
+
+        async def counted_async_wait(conn: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
+            return await async_wait(conn, blocking(gen, _asker.get()), *args, **kwargs)
+
+        def counted_sync_wait(conn: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
+            return sync_wait(conn, blocking(gen, "turn lock (sync connection)"), *args, **kwargs)
+
+        def wrap(name: str, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+            async def call(*args: Any, **kwargs: Any) -> Any:
+                if probe.on:
+                    probe.counts[f"calls {name}"] += 1
+                token = _asker.set(f"saver.{name}")
+                try:
+                    return await method(*args, **kwargs)
+                finally:
+                    _asker.reset(token)
+
+            return call
+
+        async_execute, async_executemany = psycopg.AsyncCursor.execute, psycopg.AsyncCursor.executemany
+
+        async def counted_execute(cur: Any, *args: Any, **kwargs: Any) -> Any:
+            if probe.on:
+                probe.counts[f"queries {_asker.get()}"] += 1
+            return await async_execute(cur, *args, **kwargs)
+
+        async def counted_executemany(cur: Any, query: Any, params: Any, **kwargs: Any) -> Any:
+            params = list(params)
+            if probe.on:
+                probe.counts[f"queries {_asker.get()}"] += len(params)
+            return await async_executemany(cur, query, params, **kwargs)
+
+        psycopg.AsyncCursor.execute = counted_execute  # type: ignore[method-assign]
+        psycopg.AsyncCursor.executemany = counted_executemany  # type: ignore[method-assign]
+        psycopg.AsyncConnection.wait = counted_async_wait  # type: ignore[method-assign]
+        psycopg.Connection.wait = counted_sync_wait  # type: ignore[method-assign]
+        originals = {name: getattr(self.saver, name) for name in SAVER_CALLS}
+        for name, method in originals.items():
+            setattr(self.saver, name, wrap(name, method))
+        try:
+            yield self
+        finally:
+            psycopg.AsyncConnection.wait, psycopg.Connection.wait = async_wait, sync_wait  # type: ignore[method-assign]
+            psycopg.AsyncCursor.execute = async_execute  # type: ignore[method-assign]
+            psycopg.AsyncCursor.executemany = async_executemany  # type: ignore[method-assign]
+            for name in originals:
+                delattr(self.saver, name)
+
+    async def per_turn(self, turn: Callable[[], Awaitable[Any]], turns: int = 20) -> dict[str, float]:
+        """Mean counts over ``turns`` sequential turns."""
+        self.counts.clear()
+        self.on = True
+        try:
+            for _ in range(turns):
+                await turn()
+        finally:
+            self.on = False
+        return {k: v / turns for k, v in sorted(self.counts.items())}
+
+
+def thread() -> dict:
+    return {"configurable": {"thread_id": uuid.uuid4().hex}}
+
+
+async def throughput(turn: Callable[[], Awaitable[Any]], threads: int) -> float:
+    """Turns per second with ``threads`` threads each running one turn at once."""
+    started = time.perf_counter()
+    await asyncio.gather(*(turn() for _ in range(threads)))
+    return threads / (time.perf_counter() - started)
+
+
+def ratio_line(label: str, value: float, base: float, unit: str, goal: str) -> str:
+    return f"  {label:<34}: {value:8.2f} {unit}  ratio {value / base:.2f}x  {goal}"
+
+
+Turns = dict[str, Callable[[], Awaitable[Any]]]
+
+
+async def timings(graphs: Turns, turns: int, threads: int, rounds: int) -> None:
+    """Median turn time and throughput of every graph, runs interleaved, with ratios to the first."""
+    samples: dict[str, list[float]] = {name: [] for name in graphs}
+    for _ in range(turns):
+        for name, turn in graphs.items():
+            samples[name].append(await timed(turn))
+    medians = {name: median_ms(s) for name, s in samples.items()}
+    base = medians[BASELINE]
+    print(f"one-tool turn on PostgreSQL (one pool-backed saver), fresh thread, median of {turns}:")
+    for name, ms in medians.items():
+        print(ratio_line(name, ms, base, "ms", "(goal <= 2x)" if name == OURS else ""))
+
+    rates: dict[str, list[float]] = {name: [] for name in graphs}
+    for _ in range(rounds):
+        for name, turn in graphs.items():
+            rates[name].append(await throughput(turn, threads))
+    middle = {name: statistics.median(r) for name, r in rates.items()}
+    base = middle[BASELINE]
+    print(f"throughput, {threads} threads x 1 turn at once, median of {rounds} rounds:")
+    for name, rate in middle.items():
+        print(ratio_line(name, rate, base, "turns/s", "(goal >= 0.5x)" if name == OURS else ""))
+
+
+async def io_split(saver: Any, graphs: Turns) -> None:
+    """Checkpoints (supersteps + the input's), saver calls and round trips per turn, by who asked."""
+    print("per turn, mean of 20 sequential turns (checkpoints written = supersteps + 1 for the input):")
+    with Probe(saver).installed() as probe:
+        for name, turn in graphs.items():
+            counts = await probe.per_turn(turn)
+            trips = sum(v for k, v in counts.items() if k.startswith("trips"))
+            puts = counts.get("calls aput", 0.0)
+            saver_trips = sum(v for k, v in counts.items() if k.startswith("trips saver"))
+            print(
+                f"  {name}: {puts:.0f} checkpoints, {trips:.1f} round trips ({saver_trips:.1f} checkpoint "
+                f"I/O: {saver_trips / max(puts, 1):.2f} per checkpoint)"
+            )
+            for key, value in counts.items():
+                print(f"      {key:<44} {value:6.1f}")
+
+
+async def main(turns: int, threads: int, rounds: int) -> None:
+    model = ToolThenAnswer(calls=[("current_datetime", {})])
+    message = {"messages": [{"role": "user", "content": "what time is it?"}]}
+    context = Context(model="bench", workspace=f"bench-{uuid.uuid4().hex[:8]}")
+    async with postgres_saver() as saver:
+        ours = build_graph(checkpointer=saver, model=model)
+        no_own_io = build_graph(
+            checkpointer=saver, model=model, records=MemoryRecords(), documents=NoDocuments()  # type: ignore[arg-type]
+        )
+        prebuilt = create_agent(model, [StructuredTool.from_function(current_datetime)], checkpointer=saver)
+        graphs: Turns = {
+            BASELINE: lambda: prebuilt.ainvoke(message, thread()),
+            OURS: lambda: ours.ainvoke(message, thread(), context=context),
+            NO_OWN_IO: lambda: no_own_io.ainvoke(message, thread(), context=context),
+        }
+        for _ in range(20):  # warm up: imports, schemas, pools, caches
+            for turn in graphs.values():
+                await turn()
+        if turns:
+            await timings(graphs, turns, threads, rounds)
+        await io_split(saver, graphs)
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:]]
+    turns, threads, rounds = (args + [200, 50, 5][len(args) :])[:3]
+    asyncio.run(main(turns, threads, rounds))
