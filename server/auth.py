@@ -11,6 +11,12 @@ run's ``user_id`` stays the context's. With keys, the user is the key's: a run's
 and threads and assistants carry an ``owner`` in their metadata that every read, search, run and resume is
 filtered by. The approval rules of ``server/policy.py`` hold either way: a web page open in the user's
 browser reaches a local server too.
+
+One caller is no user: the deployment's own service identity, the holder of ``WORKSPACE_AGENT_SERVICE_KEY``
+(``make serve`` makes one per launch and gives it to its instances, never to a client). The memory job must
+read every user's chats, and a user's run or cron is scoped to that user, so the job is scheduled as the
+service. The service may run and schedule the ``memory`` graph only (its nodes keep each chat's memories
+under that chat's own user) and is refused everything else: no turn, assistant, thread write or store.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
+from uuid import UUID, uuid5
 
 from langgraph_sdk import Auth
 
@@ -38,6 +45,11 @@ from workspace_agent.server.policy import (
 LOCAL_USER = "default"
 KEYS_ENV = "WORKSPACE_AGENT_API_KEYS"
 KEYS_FILE_ENV = "WORKSPACE_AGENT_API_KEYS_FILE"
+SERVICE_KEY_ENV = "WORKSPACE_AGENT_SERVICE_KEY"
+SERVICE = "workspace-agent:service"
+SERVICE_GRAPH = "memory"
+#: The graph's own assistant, by name or by the id both servers derive from it (uuid5 of the graph name).
+SERVICE_ASSISTANTS = {SERVICE_GRAPH, str(uuid5(UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), SERVICE_GRAPH))}
 
 auth = Auth()
 Ctx = Auth.types.AuthContext
@@ -55,6 +67,8 @@ def _parse_keys(text: str, file: str, mtime: float) -> dict[bytes, str]:
         key, sep, user = line.rpartition(":")
         if not sep or not key.strip() or not user.strip():
             raise ValueError(f"{KEYS_ENV}/{KEYS_FILE_ENV}: expected key:user, got an entry without both")
+        if user.strip() == SERVICE:
+            raise ValueError(f"{KEYS_ENV}/{KEYS_FILE_ENV}: {SERVICE!r} is the service identity, not a user")
         keys[hashlib.sha256(key.strip().encode()).digest()] = user.strip()
     return keys
 
@@ -89,6 +103,9 @@ async def authenticate(headers: dict[Any, Any] | None = None) -> Auth.types.Mini
         for known, user in keys.items():
             if hmac.compare_digest(known, digest):
                 return {"identity": user}
+        service = os.environ.get(SERVICE_KEY_ENV, "")
+        if service and hmac.compare_digest(hashlib.sha256(service.encode()).digest(), digest):
+            return {"identity": SERVICE}
     raise Auth.exceptions.HTTPException(status_code=401, detail="a valid API key is required (x-api-key)")
 
 
@@ -107,6 +124,21 @@ def _only(owner: str | None, *others: Auth.types.FilterType) -> Filter:
     if owner is None or "aegra_api" in sys.modules:
         return None
     return {"$or": [{"owner": owner}, *others]} if others else {"owner": owner}
+
+
+def _is_service(ctx: Ctx) -> bool:
+    """Whether the caller is the deployment's service identity (a user of the keys can never be named so)."""
+    return ctx.user.identity == SERVICE and bool(api_keys())
+
+
+def _service_only(value: dict[str, Any] | None, what: str) -> None:
+    """Refuse the service anything but the ``memory`` graph; ``value`` names the graph (``None``: nothing)."""
+    value = value or {}
+    payload = value.get("payload") if isinstance(value.get("payload"), dict) else {}
+    if str(value.get("assistant_id") or payload.get("assistant_id")) not in SERVICE_ASSISTANTS:
+        raise Auth.exceptions.HTTPException(
+            status_code=403, detail=f"the service identity runs the {SERVICE_GRAPH} graph only, not {what}"
+        )
 
 
 def _refuse(exc: Exception) -> Auth.exceptions.HTTPException:
@@ -136,9 +168,15 @@ def _admit_run(parts: dict[str, Any], owner: str | None) -> None:
 
 @auth.on.threads.create_run
 async def on_run(ctx: Ctx, value: dict[str, Any]) -> Filter:
-    """A run or a resume: its settings may tighten approval only, and its user is the caller."""
+    """A run or a resume: its settings may tighten approval only, and its user is the caller.
+
+    The service's runs are of the memory graph only, and keep their context: all users, or the one named.
+    """
     owner = _owner(ctx)
-    _admit_run(run_parts(value), owner)
+    if _is_service(ctx):
+        _service_only(value, "this run")
+    else:
+        _admit_run(run_parts(value), owner)
     if owner is None:
         return None
     _stamp(value, owner)  # a thread this run creates is the caller's
@@ -156,6 +194,8 @@ async def on_thread_update(ctx: Ctx, value: dict[str, Any]) -> Filter:
             status_code=403,
             detail="thread state is written by the graph only; answer an approval with Command(resume=...)",
         )
+    if _is_service(ctx):
+        _service_only(None, "changing threads")
     owner = _owner(ctx)
     if owner is not None and isinstance(value.get("metadata"), dict):
         _stamp(value, owner)  # metadata may change, its owner not: no planting a thread in another's list
@@ -184,6 +224,8 @@ async def on_thread_access(ctx: Ctx, value: dict[str, Any]) -> Filter:
 @auth.on.assistants.update
 async def on_assistant_write(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """A workspace's settings: well-typed, the owner's, and never a run's own ``also_ask``."""
+    if _is_service(ctx):
+        _service_only(None, "writing assistants")
     owner = _owner(ctx)
     try:
         check_assistant_context(value.get("context"), value.get("graph_id"), owner)
@@ -212,7 +254,9 @@ async def on_assistant_delete(ctx: Ctx, value: dict[str, Any]) -> Filter:
 
 @auth.on.store
 async def on_store(ctx: Ctx, value: dict[str, Any]) -> None:
-    """The server's store API: each user within their own namespace."""
+    """The server's store API: each user within their own namespace; the service has none."""
+    if _is_service(ctx):
+        _service_only(None, "the store")
     owner = _owner(ctx)
     if owner is None:
         return
@@ -221,11 +265,41 @@ async def on_store(ctx: Ctx, value: dict[str, Any]) -> None:
         value["namespace"] = (owner, *namespace)
 
 
+def _admit_cron(ctx: Ctx, value: dict[str, Any], owner: str | None) -> None:
+    """A user's cron runs under the run rules, as its creator.
+
+    ``langgraph dev`` hands the handler the cron's ``payload`` and keeps its changes. Aegra hands it a copy
+    of the request and stores the request's context as it came, so a cron naming no user would run as
+    every user (the memory graph) or as the context's default one: there it must name its creator.
+    """
+    if isinstance(value.get("payload"), dict):
+        _admit_run(value["payload"], owner)
+        return
+    if ctx.action != "create" and "context" not in value and "config" not in value:
+        return
+    _admit_run({**value}, owner)  # the checks; the copy's user_id would not reach the server
+    if owner is not None and not any(s.get("user_id") == owner for s in run_settings(value)):
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail=f"a scheduled run keeps the context it was created with: set its user_id to {owner!r}",
+        )
+
+
 @auth.on
 async def on_anything_else(ctx: Ctx, value: dict[str, Any]) -> Filter:
-    """Crons and whatever else the server adds: the owner's only, and a cron runs under the run rules."""
+    """Crons and whatever else the server adds: the owner's only, and a cron runs under the run rules.
+
+    The service may keep its own memory cron (create it, find, update and delete it), nothing else.
+    """
     owner = _owner(ctx)
-    if isinstance(value.get("payload"), dict):
+    if _is_service(ctx):
+        if ctx.resource != "crons":
+            _service_only(None, str(ctx.resource))
+        if ctx.action == "create":
+            _service_only(value, "this schedule")
+    elif ctx.resource == "crons" and ctx.action in ("create", "update"):
+        _admit_cron(ctx, value, owner)
+    elif isinstance(value.get("payload"), dict):
         _admit_run(value["payload"], owner)
     if owner is None:
         return None

@@ -8,19 +8,33 @@ meanwhile, in the transaction that stores their memories, so even a cron fired t
 whose instance died mid-claim) never stores or marks a chat twice.
 
 The cron is the project's, found by metadata and kept to one: each launch updates its schedule, removes
-copies, or removes it when the interval is ``off``.
+copies, or removes it when the interval is ``off``. With API keys configured it belongs to the deployment's
+service identity (``server/auth.py``), not to a user: a user's cron runs for that user alone, while the
+memory job reads every user's chats and keeps each one's memories under that chat's own user.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 from typing import Any, Literal
 
 from langgraph_sdk.client import LangGraphClient
 
 from workspace_agent.cli.memories import DEFAULT_INTERVAL, parse_interval
+from workspace_agent.server.auth import SERVICE_KEY_ENV
 
 JOB = {"managed_by": "workspace-agent", "job": "memory-extraction"}
 OFF = ("off", "none", "0", "never")
+
+
+def service_key() -> str:
+    """The key of the deployment's service identity: ``WORKSPACE_AGENT_SERVICE_KEY``, else a new one.
+
+    A new random key per launch is enough: it is handed to the instances in their environment and used by
+    the launcher alone, and the cron it creates keeps firing as the service identity, not by the key.
+    """
+    return os.environ.get(SERVICE_KEY_ENV, "").strip() or secrets.token_urlsafe(32)
 
 
 def cron_schedule(interval: str) -> str | None:

@@ -11,7 +11,8 @@ server resume each other's threads. This launcher wires it to the project:
   checkpoint. Without it (no ``redis-server``), one instance only, and a crash leaves its runs ``running``;
 - ``SERVE_INSTANCES`` uvicorn processes on consecutive ports from ``SERVE_PORT`` (2026), each restarted if it
   dies;
-- the memory graph on the server's cron every ``MEMORY_EXTRACTION_INTERVAL`` (``memory_cron.py``).
+- the memory graph on the server's cron every ``MEMORY_EXTRACTION_INTERVAL`` (``memory_cron.py``), created
+  as the deployment's service identity, whose key the instances get and no client holds.
 
 The model is whatever the graphs are configured for (``OPENAI_BASE_URL`` …, else the local model).
 """
@@ -36,7 +37,8 @@ import psycopg
 
 from workspace_agent.checkpoints.embedded import database_url
 from workspace_agent.providers.paths import data_home
-from workspace_agent.server.memory_cron import ensure_memory_cron, scheduler_env
+from workspace_agent.server.auth import SERVICE_KEY_ENV
+from workspace_agent.server.memory_cron import ensure_memory_cron, scheduler_env, service_key
 from workspace_agent.server.pools import PoolPlan, plan_pools
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,11 +150,12 @@ class Instance:
 
 
 def instance_env(
-    db_url: str, plan: PoolPlan, redis_url: str | None, config: Path, interval: str | None
+    db_url: str, plan: PoolPlan, redis_url: str | None, config: Path, interval: str | None, service: str
 ) -> dict[str, str]:
-    """The environment of every instance: the project's settings plus Aegra's."""
+    """The environment of every instance: the project's settings plus Aegra's, and the service key."""
     env = {
         **os.environ,
+        SERVICE_KEY_ENV: service,
         "DATABASE_URL": db_url,
         "AEGRA_CONFIG": str(config),
         "WORKSPACE_AGENT_HOME": str(data_home()),
@@ -165,17 +168,20 @@ def instance_env(
     return env
 
 
-def schedule_memories(url: str, db_url: str, interval: str | None) -> str:
-    """Create or update the memory cron under an advisory lock shared by every launcher of this database."""
+def schedule_memories(url: str, db_url: str, interval: str | None, service: str) -> str:
+    """Create or update the memory cron under an advisory lock shared by every launcher of this database.
+
+    It is created with the service key: with API keys configured, the cron is the service identity's, so
+    it covers every user's chats (a user's cron would cover that user's only).
+    """
     from langgraph_sdk import get_client
 
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(hashtext('workspace-agent memory cron'))")
-        try:  # with API keys configured, the cron is created as LANGGRAPH_API_KEY's user
-            cron, outcome = asyncio.run(ensure_memory_cron(get_client(url=url), interval))
+        try:
+            cron, outcome = asyncio.run(ensure_memory_cron(get_client(url=url, api_key=service), interval))
         except httpx.HTTPStatusError as exc:
-            hint = " (set LANGGRAPH_API_KEY to an API key)" if exc.response.status_code in (401, 403) else ""
-            return f"memory extraction NOT scheduled: {exc.response.status_code} {exc.response.text}{hint}"
+            return f"memory extraction NOT scheduled: {exc.response.status_code} {exc.response.text}"
     return f"memory extraction: {outcome}" + (f" ({cron['schedule']})" if cron else "")
 
 
@@ -246,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"pools: {plan.describe()}")
         _say(f"redis: {redis_url or 'none'}")
         _say(f"model: {prepare_model()}")
-        env = instance_env(db_url, plan, redis_url, config, interval)
+        service = service_key()
+        env = instance_env(db_url, plan, redis_url, config, interval, service)
         instances = [Instance(i, args.host, args.port + i, env, args.log_dir) for i in range(args.instances)]
         for i, instance in enumerate(instances):  # the first migrates the schema alone, then the rest
             instance.start(migrate=i == 0)
@@ -254,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                 instance.wait_healthy()
         for instance in instances[1:]:
             instance.wait_healthy()
-        _say(schedule_memories(instances[0].url, db_url, interval))
+        _say(schedule_memories(instances[0].url, db_url, interval, service))
         print(f"ready: {' '.join(i.url for i in instances)}", flush=True)
         down: set[int] = set()
         while not stopping:

@@ -13,6 +13,7 @@ from langgraph_sdk.errors import NotFoundError
 
 from tests.security.conftest import KEYS
 from tests.serving.conftest import serve, serving_env  # noqa: F401 - fixtures of the Aegra tests
+from tests.serving.test_serve_memory import marked_by_user, memory_rule, quiet_crons, seed
 from workspace_agent.providers.scripted import text_reply, tool_reply
 
 
@@ -201,3 +202,56 @@ async def test_the_same_handler_under_aegra(serve, llm, workspace):  # noqa: F81
     assert [a["name"] for a in state["tasks"][0]["interrupts"][0]["value"]["action_requests"]] == [
         "calculate"
     ]
+
+
+async def test_under_aegra_the_memory_job_covers_others_only_as_the_service(
+    serve,  # noqa: F811 - the fixture
+    llm,
+    monkeypatch,
+    database_url,
+    workspace,
+):
+    """A user's key runs the memory graph over their own chats only, and schedules nothing wider; the
+    deployment's service key runs the memory graph over everyone's chats and nothing else."""
+    monkeypatch.setattr(llm, "rule", memory_rule)
+    for user in ("alice", "bob"):
+        await seed(database_url, workspace, 5, user=user)
+    await quiet_crons(database_url)
+    service_key = "service-key-5e1b"
+    served = serve(
+        WORKSPACE_AGENT_API_KEYS=",".join(f"{key}:{user}" for user, key in KEYS.items()),
+        WORKSPACE_AGENT_SERVICE_KEY=service_key,
+    )
+    url = served.urls[0]
+    bob = as_user(url, "bob")
+    every = {"workspace": workspace, "idle_minutes": 0}
+    for context in (every, {**every, "user_id": "alice"}, None):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await bob.crons.create("memory", schedule="*/5 * * * *", input={}, context=context)
+        assert status_of(refused.value) == 403, context
+    with pytest.raises(httpx.HTTPStatusError) as refused:  # would run as the context's default user
+        await bob.crons.create(
+            "agent", schedule="*/5 * * * *", input={"messages": [{"role": "user", "content": "hi"}]}
+        )
+    assert status_of(refused.value) == 403
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await bob.runs.wait(None, "memory", input={}, context={**every, "user_id": "alice"})
+    assert status_of(refused.value) == 403
+    await bob.runs.wait(None, "memory", input={}, context=every)
+    assert await marked_by_user(database_url, workspace) == {"alice": 0, "bob": 5}, "bob's chats only"
+
+    service = get_client(url=url, api_key=service_key)
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await service.runs.wait(
+            None, "agent", input={"messages": [{"role": "user", "content": "hi"}]}, context=every
+        )
+    assert status_of(refused.value) == 403
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await service.assistants.create("agent", context={"workspace": workspace})
+    assert status_of(refused.value) == 403
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await service.store.put_item(("alice",), "k", {"v": 1})
+    assert status_of(refused.value) == 403
+    await service.runs.wait(None, "memory", input={}, context=every)
+    assert await marked_by_user(database_url, workspace) == {"alice": 5, "bob": 5}
+    assert llm.requests, "the chats were read by the model, not marked unread"
