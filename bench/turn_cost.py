@@ -13,7 +13,9 @@ queries. Three figures:
   and split by who asked.
 
 Goals (issue 14): a turn ≤ 2× the prebuilt agent's time, throughput ≥ 0.5× its throughput.
-Run: ``python bench/turn_cost.py [turns] [threads] [rounds]``.
+``--stock-saver`` runs all three on langgraph's own ``AsyncPostgresSaver``, on a pool checked by a query, as
+the project did before this bench.
+Run: ``python bench/turn_cost.py [turns] [threads] [rounds] [--stock-saver]``.
 """
 
 from __future__ import annotations
@@ -25,19 +27,23 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Generator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
 from common import ToolThenAnswer, median_ms, timed
 from langchain.agents import create_agent
 from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg.rows import dict_row
 from psycopg.waiting import Wait
+from psycopg_pool import AsyncConnectionPool
 from turn_overhead import NoDocuments
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
-from workspace_agent.checkpoints.savers import postgres_saver
+from workspace_agent.checkpoints.embedded import database_url
+from workspace_agent.checkpoints.savers import POOL_SIZE, postgres_saver
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.skills.builtin import current_datetime
@@ -192,11 +198,26 @@ async def io_split(saver: Any, graphs: Turns) -> None:
                 print(f"      {key:<44} {value:6.1f}")
 
 
-async def main(turns: int, threads: int, rounds: int) -> None:
+@asynccontextmanager
+async def stock_saver() -> AsyncIterator[AsyncPostgresSaver]:
+    """Langgraph's own saver on a pool checked by psycopg's round trip: what the project used before."""
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    check = AsyncConnectionPool.check_connection
+    url = await asyncio.to_thread(database_url)
+    async with AsyncConnectionPool(url, max_size=POOL_SIZE, kwargs=kwargs, check=check, open=False) as pool:
+        await pool.wait(timeout=30)
+        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        await saver.setup()
+        yield saver
+
+
+async def main(turns: int, threads: int, rounds: int, stock: bool) -> None:
     model = ToolThenAnswer(calls=[("current_datetime", {})])
     message = {"messages": [{"role": "user", "content": "what time is it?"}]}
     context = Context(model="bench", workspace=f"bench-{uuid.uuid4().hex[:8]}")
-    async with postgres_saver() as saver:
+    stock_name = "langgraph's AsyncPostgresSaver, its pool checked by a query"
+    print("saver:", stock_name if stock else "the project's postgres_saver()")
+    async with stock_saver() if stock else postgres_saver() as saver:
         ours = build_graph(checkpointer=saver, model=model)
         no_own_io = build_graph(
             checkpointer=saver, model=model, records=MemoryRecords(), documents=NoDocuments()  # type: ignore[arg-type]
@@ -216,6 +237,6 @@ async def main(turns: int, threads: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:]]
+    args = [int(a) for a in sys.argv[1:] if a != "--stock-saver"]
     turns, threads, rounds = (args + [200, 50, 5][len(args) :])[:3]
-    asyncio.run(main(turns, threads, rounds))
+    asyncio.run(main(turns, threads, rounds, "--stock-saver" in sys.argv))
