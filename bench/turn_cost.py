@@ -4,17 +4,19 @@ Both graphs run on ONE pool-backed saver (``postgres_saver``), with the same in-
 then an answer) and the same read-only tool, so the difference is what each graph does per turn. Ours runs
 as a program runs it: its chat log, documents and memories in the project's PostgreSQL and its turn lock on.
 A third line, ours with the chat log and documents in memory, separates the checkpoints from our nodes' own
-queries. Three figures:
+queries; both graphs once more on an ``InMemorySaver`` give the cost of a turn without checkpoint I/O.
+It prints:
 
-- the median one-tool turn on a fresh thread, run after run interleaved so machine noise hits all graphs;
+- per turn: checkpoints written (supersteps + 1 for the input), saver calls, statements, and round trips
+  (waits in psycopg's ``wait`` that had to read the server's answer: every query, pipeline sync and pool
+  check goes through it), split by who asked;
+- the median one-tool turn on a fresh thread, all graphs interleaved so machine noise hits all alike;
 - throughput with 50 threads running a turn at once, rounds interleaved;
-- per turn: checkpoints written (one per superstep), checkpoint calls, and waits on the server (round
-  trips), counted at psycopg's ``wait`` — every query, pipeline sync and pool check passes through it —
-  and split by who asked.
+- the split: time in memory, and checkpoint I/O on top of it, per turn and per checkpoint.
 
 Goals (issue 14): a turn ≤ 2× the prebuilt agent's time, throughput ≥ 0.5× its throughput.
-``--stock-saver`` runs all three on langgraph's own ``AsyncPostgresSaver``, on a pool checked by a query, as
-the project did before this bench.
+``--stock-saver`` runs the PostgreSQL lines on langgraph's own ``AsyncPostgresSaver``, on a pool checked by
+a query, as the project did before.
 Run: ``python bench/turn_cost.py [turns] [threads] [rounds] [--stock-saver]``.
 """
 
@@ -35,6 +37,7 @@ import psycopg
 from common import ToolThenAnswer, median_ms, timed
 from langchain.agents import create_agent
 from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.rows import dict_row
 from psycopg.waiting import Wait
@@ -48,7 +51,9 @@ from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.skills.builtin import current_datetime
 
-BASELINE, OURS, NO_OWN_IO = "prebuilt create_agent", "workspace-agent", "workspace-agent, log+docs in memory"
+BASELINE, OURS = "prebuilt create_agent", "workspace-agent"
+NO_OWN_IO = "workspace-agent, log+docs in memory"
+MEM_BASELINE, MEM_OURS = "prebuilt, InMemorySaver", "workspace-agent, InMemorySaver"
 SAVER_CALLS = ("aget_tuple", "aput", "aput_writes", "alist", "aget_delta_channel_history")
 _asker: contextvars.ContextVar[str] = contextvars.ContextVar("asker", default="nodes")
 
@@ -158,37 +163,33 @@ def ratio_line(label: str, value: float, base: float, unit: str, goal: str) -> s
 Turns = dict[str, Callable[[], Awaitable[Any]]]
 
 
-async def timings(graphs: Turns, turns: int, threads: int, rounds: int) -> None:
-    """Median turn time and throughput of every graph, runs interleaved, with ratios to the first."""
+async def timings(graphs: Turns, turns: int) -> dict[str, float]:
+    """Median turn time of every graph in ms, runs interleaved so machine noise hits all alike."""
     samples: dict[str, list[float]] = {name: [] for name in graphs}
     for _ in range(turns):
         for name, turn in graphs.items():
             samples[name].append(await timed(turn))
-    medians = {name: median_ms(s) for name, s in samples.items()}
-    base = medians[BASELINE]
-    print(f"one-tool turn on PostgreSQL (one pool-backed saver), fresh thread, median of {turns}:")
-    for name, ms in medians.items():
-        print(ratio_line(name, ms, base, "ms", "(goal <= 2x)" if name == OURS else ""))
+    return {name: median_ms(s) for name, s in samples.items()}
 
-    rates: dict[str, list[float]] = {name: [] for name in graphs}
+
+async def rates(graphs: Turns, threads: int, rounds: int) -> dict[str, float]:
+    """Median throughput of every graph, ``threads`` turns at once, rounds interleaved."""
+    samples: dict[str, list[float]] = {name: [] for name in graphs}
     for _ in range(rounds):
         for name, turn in graphs.items():
-            rates[name].append(await throughput(turn, threads))
-    middle = {name: statistics.median(r) for name, r in rates.items()}
-    base = middle[BASELINE]
-    print(f"throughput, {threads} threads x 1 turn at once, median of {rounds} rounds:")
-    for name, rate in middle.items():
-        print(ratio_line(name, rate, base, "turns/s", "(goal >= 0.5x)" if name == OURS else ""))
+            samples[name].append(await throughput(turn, threads))
+    return {name: statistics.median(r) for name, r in samples.items()}
 
 
-async def io_split(saver: Any, graphs: Turns) -> None:
-    """Checkpoints (supersteps + the input's), saver calls and round trips per turn, by who asked."""
+async def io_split(saver: Any, graphs: Turns) -> dict[str, float]:
+    """Checkpoints, saver calls, queries and round trips per turn, by who asked; checkpoints per graph."""
     print("per turn, mean of 20 sequential turns (checkpoints written = supersteps + 1 for the input):")
+    checkpoints = {}
     with Probe(saver).installed() as probe:
         for name, turn in graphs.items():
             counts = await probe.per_turn(turn)
             trips = sum(v for k, v in counts.items() if k.startswith("trips"))
-            puts = counts.get("calls aput", 0.0)
+            puts = checkpoints[name] = counts.get("calls aput", 0.0)
             saver_trips = sum(v for k, v in counts.items() if k.startswith("trips saver"))
             print(
                 f"  {name}: {puts:.0f} checkpoints, {trips:.1f} round trips ({saver_trips:.1f} checkpoint "
@@ -196,6 +197,7 @@ async def io_split(saver: Any, graphs: Turns) -> None:
             )
             for key, value in counts.items():
                 print(f"      {key:<44} {value:6.1f}")
+    return checkpoints
 
 
 @asynccontextmanager
@@ -215,25 +217,55 @@ async def main(turns: int, threads: int, rounds: int, stock: bool) -> None:
     model = ToolThenAnswer(calls=[("current_datetime", {})])
     message = {"messages": [{"role": "user", "content": "what time is it?"}]}
     context = Context(model="bench", workspace=f"bench-{uuid.uuid4().hex[:8]}")
+    clock = StructuredTool.from_function(current_datetime)
     stock_name = "langgraph's AsyncPostgresSaver, its pool checked by a query"
     print("saver:", stock_name if stock else "the project's postgres_saver()")
     async with stock_saver() if stock else postgres_saver() as saver:
         ours = build_graph(checkpointer=saver, model=model)
         no_own_io = build_graph(
-            checkpointer=saver, model=model, records=MemoryRecords(), documents=NoDocuments()  # type: ignore[arg-type]
-        )
-        prebuilt = create_agent(model, [StructuredTool.from_function(current_datetime)], checkpointer=saver)
-        graphs: Turns = {
+            checkpointer=saver, model=model, records=MemoryRecords(), documents=NoDocuments()
+        )  # type: ignore[arg-type]
+        prebuilt = create_agent(model, [clock], checkpointer=saver)
+        # The same two graphs with checkpoints in process memory: what a turn costs without checkpoint I/O.
+        ours_mem = build_graph(
+            checkpointer=InMemorySaver(), model=model, records=MemoryRecords(), documents=NoDocuments()
+        )  # type: ignore[arg-type]
+        prebuilt_mem = create_agent(model, [clock], checkpointer=InMemorySaver())
+        on_postgres: Turns = {
             BASELINE: lambda: prebuilt.ainvoke(message, thread()),
             OURS: lambda: ours.ainvoke(message, thread(), context=context),
             NO_OWN_IO: lambda: no_own_io.ainvoke(message, thread(), context=context),
         }
+        in_memory: Turns = {
+            MEM_BASELINE: lambda: prebuilt_mem.ainvoke(message, thread()),
+            MEM_OURS: lambda: ours_mem.ainvoke(message, thread(), context=context),
+        }
         for _ in range(20):  # warm up: imports, schemas, pools, caches
-            for turn in graphs.values():
+            for turn in (*on_postgres.values(), *in_memory.values()):
                 await turn()
-        if turns:
-            await timings(graphs, turns, threads, rounds)
-        await io_split(saver, graphs)
+        checkpoints = await io_split(saver, on_postgres)
+        if not turns:
+            return
+        ms = await timings({**on_postgres, **in_memory}, turns)
+        print(f"one-tool turn, fresh thread, median of {turns} (interleaved):")
+        for name in on_postgres:
+            print(ratio_line(name, ms[name], ms[BASELINE], "ms", "(goal <= 2x)" if name == OURS else ""))
+        for name in in_memory:
+            print(ratio_line(name, ms[name], ms[MEM_BASELINE], "ms", ""))
+        per_s = await rates(on_postgres, threads, rounds)
+        print(f"throughput on PostgreSQL, {threads} threads x 1 turn at once, median of {rounds} rounds:")
+        for name, rate in per_s.items():
+            print(
+                ratio_line(name, rate, per_s[BASELINE], "turns/s", "(goal >= 0.5x)" if name == OURS else "")
+            )
+        print("split of a turn on PostgreSQL: the same graph in memory, and the checkpoint I/O on top of it:")
+        for pg, mem in ((BASELINE, MEM_BASELINE), (NO_OWN_IO, MEM_OURS)):
+            io = ms[pg] - ms[mem]
+            n = checkpoints[pg]
+            print(
+                f"  {pg:<34}: {ms[mem]:6.2f} ms in memory + {io:6.2f} ms checkpoint I/O "
+                f"({n:.0f} checkpoints, {io / n:.2f} ms each)"
+            )
 
 
 if __name__ == "__main__":
