@@ -123,7 +123,8 @@ class PostgresRecords:
         writes the row once.
         """
         async with self._conn() as conn:
-            async with conn.pipeline(), conn.transaction():  # one round trip for the four statements
+            async with conn.pipeline():  # the four statements in one round trip (the pipeline's sync)
+                await conn.execute("BEGIN")
                 await conn.execute("SET LOCAL synchronous_commit = off")
                 cur = await conn.execute(
                     "INSERT INTO chat_log (workspace, user_id, thread_id, prompt, response, sources, route,"
@@ -144,6 +145,7 @@ class PostgresRecords:
                         exchange.answer_id,
                     ),
                 )
+                await conn.execute("COMMIT")
             row = await cur.fetchone()
             if row is None:  # logged before: this is finish run again after a crash
                 cur = await conn.execute(
