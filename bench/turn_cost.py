@@ -145,8 +145,25 @@ class Probe:
         return {k: v / turns for k, v in sorted(self.counts.items())}
 
 
+RUN = uuid.uuid4().hex[:8]
+#: What a run leaves in the database, removed when it ends: its threads' checkpoints and its chat log.
+CLEANUP = (
+    "DELETE FROM checkpoints WHERE thread_id LIKE %(threads)s",
+    "DELETE FROM checkpoint_blobs WHERE thread_id LIKE %(threads)s",
+    "DELETE FROM checkpoint_writes WHERE thread_id LIKE %(threads)s",
+    "DELETE FROM chat_log WHERE workspace = %(workspace)s",
+)
+
+
 def thread() -> dict:
-    return {"configurable": {"thread_id": uuid.uuid4().hex}}
+    return {"configurable": {"thread_id": f"turn-cost-{RUN}-{uuid.uuid4().hex}"}}
+
+
+async def remove_run(saver: Any, workspace: str) -> None:
+    """Delete this run's threads and chat log rows."""
+    async with saver.conn.connection() as conn:
+        for statement in CLEANUP:
+            await conn.execute(statement, {"threads": f"turn-cost-{RUN}-%", "workspace": workspace})
 
 
 async def throughput(turn: Callable[[], Awaitable[Any]], threads: int) -> float:
@@ -216,56 +233,63 @@ async def stock_saver() -> AsyncIterator[AsyncPostgresSaver]:
 async def main(turns: int, threads: int, rounds: int, stock: bool) -> None:
     model = ToolThenAnswer(calls=[("current_datetime", {})])
     message = {"messages": [{"role": "user", "content": "what time is it?"}]}
-    context = Context(model="bench", workspace=f"bench-{uuid.uuid4().hex[:8]}")
-    clock = StructuredTool.from_function(current_datetime)
+    context = Context(model="bench", workspace=f"bench-{RUN}")
     stock_name = "langgraph's AsyncPostgresSaver, its pool checked by a query"
     print("saver:", stock_name if stock else "the project's postgres_saver()")
     async with stock_saver() if stock else postgres_saver() as saver:
-        ours = build_graph(checkpointer=saver, model=model)
-        no_own_io = build_graph(
-            checkpointer=saver, model=model, records=MemoryRecords(), documents=NoDocuments()
-        )  # type: ignore[arg-type]
-        prebuilt = create_agent(model, [clock], checkpointer=saver)
-        # The same two graphs with checkpoints in process memory: what a turn costs without checkpoint I/O.
-        ours_mem = build_graph(
-            checkpointer=InMemorySaver(), model=model, records=MemoryRecords(), documents=NoDocuments()
-        )  # type: ignore[arg-type]
-        prebuilt_mem = create_agent(model, [clock], checkpointer=InMemorySaver())
-        on_postgres: Turns = {
-            BASELINE: lambda: prebuilt.ainvoke(message, thread()),
-            OURS: lambda: ours.ainvoke(message, thread(), context=context),
-            NO_OWN_IO: lambda: no_own_io.ainvoke(message, thread(), context=context),
-        }
-        in_memory: Turns = {
-            MEM_BASELINE: lambda: prebuilt_mem.ainvoke(message, thread()),
-            MEM_OURS: lambda: ours_mem.ainvoke(message, thread(), context=context),
-        }
-        for _ in range(20):  # warm up: imports, schemas, pools, caches
-            for turn in (*on_postgres.values(), *in_memory.values()):
-                await turn()
-        checkpoints = await io_split(saver, on_postgres)
-        if not turns:
-            return
-        ms = await timings({**on_postgres, **in_memory}, turns)
-        print(f"one-tool turn, fresh thread, median of {turns} (interleaved):")
-        for name in on_postgres:
-            print(ratio_line(name, ms[name], ms[BASELINE], "ms", "(goal <= 2x)" if name == OURS else ""))
-        for name in in_memory:
-            print(ratio_line(name, ms[name], ms[MEM_BASELINE], "ms", ""))
-        per_s = await rates(on_postgres, threads, rounds)
-        print(f"throughput on PostgreSQL, {threads} threads x 1 turn at once, median of {rounds} rounds:")
-        for name, rate in per_s.items():
-            print(
-                ratio_line(name, rate, per_s[BASELINE], "turns/s", "(goal >= 0.5x)" if name == OURS else "")
-            )
-        print("split of a turn on PostgreSQL: the same graph in memory, and the checkpoint I/O on top of it:")
-        for pg, mem in ((BASELINE, MEM_BASELINE), (NO_OWN_IO, MEM_OURS)):
-            io = ms[pg] - ms[mem]
-            n = checkpoints[pg]
-            print(
-                f"  {pg:<34}: {ms[mem]:6.2f} ms in memory + {io:6.2f} ms checkpoint I/O "
-                f"({n:.0f} checkpoints, {io / n:.2f} ms each)"
-            )
+        try:
+            await measure(saver, turns, threads, rounds, model, message, context)
+        finally:
+            await remove_run(saver, context.workspace)
+
+
+async def measure(
+    saver: Any, turns: int, threads: int, rounds: int, model: Any, message: dict, context: Context
+) -> None:
+    """Build the graphs on ``saver`` (and in memory), print the counts, the timings and the split."""
+    clock = StructuredTool.from_function(current_datetime)
+    no_documents: Any = NoDocuments()
+    ours = build_graph(checkpointer=saver, model=model)
+    no_own_io = build_graph(checkpointer=saver, model=model, records=MemoryRecords(), documents=no_documents)
+    prebuilt = create_agent(model, [clock], checkpointer=saver)
+    # The same two graphs with checkpoints in process memory: what a turn costs without checkpoint I/O.
+    ours_mem = build_graph(
+        checkpointer=InMemorySaver(), model=model, records=MemoryRecords(), documents=no_documents
+    )
+    prebuilt_mem = create_agent(model, [clock], checkpointer=InMemorySaver())
+    on_postgres: Turns = {
+        BASELINE: lambda: prebuilt.ainvoke(message, thread()),
+        OURS: lambda: ours.ainvoke(message, thread(), context=context),
+        NO_OWN_IO: lambda: no_own_io.ainvoke(message, thread(), context=context),
+    }
+    in_memory: Turns = {
+        MEM_BASELINE: lambda: prebuilt_mem.ainvoke(message, thread()),
+        MEM_OURS: lambda: ours_mem.ainvoke(message, thread(), context=context),
+    }
+    for _ in range(20):  # warm up: imports, schemas, pools, caches
+        for turn in (*on_postgres.values(), *in_memory.values()):
+            await turn()
+    checkpoints = await io_split(saver, on_postgres)
+    if not turns:
+        return
+    ms = await timings({**on_postgres, **in_memory}, turns)
+    print(f"one-tool turn, fresh thread, median of {turns} (interleaved):")
+    for name in on_postgres:
+        print(ratio_line(name, ms[name], ms[BASELINE], "ms", "(goal <= 2x)" if name == OURS else ""))
+    for name in in_memory:
+        print(ratio_line(name, ms[name], ms[MEM_BASELINE], "ms", ""))
+    per_s = await rates(on_postgres, threads, rounds)
+    print(f"throughput on PostgreSQL, {threads} threads x 1 turn at once, median of {rounds} rounds:")
+    for name, rate in per_s.items():
+        print(ratio_line(name, rate, per_s[BASELINE], "turns/s", "(goal >= 0.5x)" if name == OURS else ""))
+    print("split of a turn on PostgreSQL: the same graph in memory, and the checkpoint I/O on top of it:")
+    for pg, mem in ((BASELINE, MEM_BASELINE), (NO_OWN_IO, MEM_OURS)):
+        io = ms[pg] - ms[mem]
+        n = checkpoints[pg]
+        print(
+            f"  {pg:<34}: {ms[mem]:6.2f} ms in memory + {io:6.2f} ms checkpoint I/O "
+            f"({n:.0f} checkpoints, {io / n:.2f} ms each)"
+        )
 
 
 if __name__ == "__main__":
