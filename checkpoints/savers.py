@@ -36,6 +36,29 @@ from workspace_agent.checkpoints.liveness import check_async, check_sync
 #: Connections one process's saver may hold: enough for the dev server's parallel runs, well within the
 #: embedded server's 100 shared by every process.
 POOL_SIZE = 10
+DELTA_PAGE_ROWS = 256
+
+
+def _page_delta_history(rows: int) -> None:
+    """Read a delta channel's history in pages of ``rows`` checkpoints instead of langgraph's 1024.
+
+    Reading ``messages`` (a delta channel) walks back from the checkpoint to the last full copy, one page
+    of checkpoints at a time, and a page is fetched whole (each row also probes the blobs table). The full
+    copy lies within ``MESSAGES_SNAPSHOT_EVERY`` updates, about 10 turns or some 110-220 checkpoints, yet
+    once a thread passed 1024 checkpoints every read fetched 1024 rows: turn 500 took 1.94x turn 10
+    (``bench/long_thread.py 500``; 1.03x with 256). The page size is a module constant of
+    langgraph-checkpoint-postgres with no setting yet; a smaller page costs only one more round trip in
+    the rare walk that goes further.
+    """
+    import langgraph.checkpoint.postgres as sync_module
+    import langgraph.checkpoint.postgres.aio as async_module
+
+    for module in (sync_module, async_module):
+        if hasattr(module, "_DELTA_PAGE_SIZE"):
+            module._DELTA_PAGE_SIZE = rows  # type: ignore[attr-defined]
+
+
+_page_delta_history(DELTA_PAGE_ROWS)
 # A run's checkpoints carry its id in their metadata (the server puts it there); their writes go with them.
 _DELETE_RUNS = """
 WITH gone AS (

@@ -140,3 +140,39 @@ async def test_routing_runs_on_the_event_loop_under_ainvoke(llm, saver, workspac
 
     assert set(seen) == {"route_uploads", "route_after_trim", "route_after_model", "route_tool_calls"}
     assert all(threads == {threading.main_thread().name} for threads in seen.values()), seen
+
+
+async def test_a_long_threads_history_is_read_from_its_last_full_copy_not_a_1024_row_page(
+    llm, saver, workspace, thread, monkeypatch
+):
+    """Reading ``messages`` walks back to its last full copy; past 1024 checkpoints langgraph's default
+    page fetched 1024 rows on every read, so a turn's cost grew with the thread (bench/long_thread.py)."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    from workspace_agent.checkpoints.savers import DELTA_PAGE_ROWS
+
+    graph = build_graph(checkpointer=saver)
+    context = Context(workspace=workspace)
+    turns = 40  # about 11 checkpoints a turn: well past one page of DELTA_PAGE_ROWS
+    for n in range(turns):
+        llm.push(tool_reply(("current_datetime", {})), text_reply(f"answer {n}"))
+        await graph.ainvoke(user_message(f"@agent question {n}"), thread, context=context)
+
+    rows: list[int] = []
+    ingest = AsyncPostgresSaver._ingest_stage1_page
+
+    def counted(page: Any, *args: Any, **kwargs: Any) -> Any:
+        rows.append(len(page))
+        return ingest(page, *args, **kwargs)
+
+    monkeypatch.setattr(AsyncPostgresSaver, "_ingest_stage1_page", staticmethod(counted))
+    llm.push(tool_reply(("current_datetime", {})), text_reply("last answer"))
+    await graph.ainvoke(user_message("@agent last question"), thread, context=context)
+
+    assert len([c async for c in saver.alist(thread)]) > DELTA_PAGE_ROWS + 100
+    assert rows and sum(rows) <= DELTA_PAGE_ROWS, rows  # one page, not the whole thread
+    request = llm.requests[-1]["messages"]
+    assert "question 39" in str(request) and "answer 39" in str(request)  # history still read whole
+    shown = (await graph.aget_state(thread)).values["messages"]
+    prompts = [m.content for m in shown if m.type == "human"]
+    assert prompts[-2:] == ["@agent question 39", "@agent last question"]
