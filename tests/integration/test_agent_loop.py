@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 
+from tests.support.crash import ROOT, crash_mid_tools, run_turn
 from tests.support.helpers import decisions_of, roles, user_message
 from tests.support.tools import make_test_tools, recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
@@ -22,28 +19,9 @@ from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.providers.scripted import text_reply, tool_reply
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def ctx(workspace: str, **kw) -> Context:
     return Context(workspace=workspace, **kw)
-
-
-def run_turn(thread: dict, context: dict, record: Path, *args: str) -> list[str]:
-    """The command that runs or resumes a turn in a separate process (tests/support/run_turn.py)."""
-    thread_id = thread["configurable"]["thread_id"]
-    module = ["-m", "tests.support.run_turn"]
-    return [
-        sys.executable,
-        *module,
-        "--thread",
-        thread_id,
-        "--context",
-        json.dumps(context),
-        "--record",
-        str(record),
-        *args,
-    ]
 
 
 def tool_messages(request: dict) -> list[dict]:
@@ -141,28 +119,8 @@ async def test_sigkill_mid_turn_then_resume_runs_only_the_unfinished_call(
     llm, saver, database_url, workspace, thread, tmp_path
 ):
     record = tmp_path / "runs.jsonl"
-    llm.push(
-        tool_reply(
-            ("slow", {"seconds": 0.1, "label": "a"}),
-            ("slow", {"seconds": 0.3, "label": "b"}),
-            ("slow", {"seconds": 30, "label": "c"}),
-        )
-    )
     context = {"workspace": workspace, "auto_approved": ["*"]}
-    proc = subprocess.Popen(
-        run_turn(thread, context, record, "--message", "go"),
-        cwd=ROOT,
-        env=os.environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while len(recorded(record)) < 2:
-        assert time.monotonic() < deadline and proc.poll() is None, "the two quick tools never finished"
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)  # let the finished tasks' writes reach the checkpointer
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    await crash_mid_tools(llm, thread, context, record)
 
     llm.push(text_reply("recovered"))
     # Resume the crashed run from its last checkpoint; the slow call is capped so the test stays quick.

@@ -8,44 +8,12 @@ when the crashed run is resumed (the call then runs again, which is why tools ke
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import subprocess
-import time
-from pathlib import Path
-
-from tests.integration.test_agent_loop import ROOT, run_turn
+from tests.support.crash import crash_mid_tools
 from tests.support.helpers import decisions_of, user_message
-from tests.support.tools import make_test_tools, recorded
+from tests.support.tools import make_test_tools
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.providers.scripted import text_reply, tool_reply
-
-
-async def crash_mid_tools(llm, thread: dict, context: dict, record: Path) -> list[str]:
-    """Start a turn whose model calls three slow tools; SIGKILL it once two have finished. Returns the ids."""
-    reply = tool_reply(
-        ("slow", {"seconds": 0.1, "label": "a"}),
-        ("slow", {"seconds": 0.3, "label": "b"}),
-        ("slow", {"seconds": 30, "label": "c"}),
-    )
-    llm.push(reply)
-    proc = subprocess.Popen(
-        run_turn(thread, context, record, "--message", "go"),
-        cwd=ROOT,
-        env=os.environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while len(recorded(record)) < 2:
-        assert time.monotonic() < deadline and proc.poll() is None, "the two quick tools never finished"
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)  # the finished tasks' writes reach the checkpointer
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    return [c["id"] for c in reply["tool_calls"]]
 
 
 async def test_a_new_message_after_a_crash_records_the_running_call_as_interrupted(
