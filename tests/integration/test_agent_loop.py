@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 
 from tests.support.crash import ROOT, crash_mid_tools, run_turn
-from tests.support.helpers import decisions_of, roles, user_message
+from tests.support.helpers import approve_edit_reject, decisions_of, roles, three_calls, user_message
 from tests.support.tools import make_test_tools, recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.graphs.agent import build_graph
@@ -64,11 +64,7 @@ async def test_approve_edit_and_reject_in_one_interrupt_resumed_from_a_second_pr
 ):
     record = tmp_path / "runs.jsonl"
     graph = build_graph(checkpointer=saver, tools=make_test_tools(record))
-    ask = tool_reply(
-        ("repeat", {"word": "x", "times": 1}),
-        ("repeat", {"word": "y", "times": 1}),
-        ("repeat", {"word": "z", "times": 1}),
-    )
+    ask = three_calls()
     ids = [c["id"] for c in ask["tool_calls"]]
     llm.push(ask, text_reply("finished"))
     context = {"workspace": workspace, "auto_approved": []}
@@ -80,18 +76,7 @@ async def test_approve_edit_and_reject_in_one_interrupt_resumed_from_a_second_pr
     assert [r["allowed_decisions"] for r in request["review_configs"]] == [["approve", "edit", "reject"]] * 3
     assert recorded(record) == []
 
-    # Decisions keyed by id, deliberately out of order; edit sends the number as a string like a web form.
-    resume = {
-        "decisions": [
-            {"type": "reject", "tool_call_id": ids[2], "message": "not z"},
-            {
-                "type": "edit",
-                "tool_call_id": ids[1],
-                "edited_action": {"name": "repeat", "args": {"word": "w", "times": "3"}},
-            },
-            {"type": "approve", "tool_call_id": ids[0]},
-        ]
-    }
+    resume = approve_edit_reject(ids)
     proc = subprocess.run(
         run_turn(thread, context, record, "--resume", json.dumps(resume)),
         cwd=ROOT,

@@ -15,7 +15,7 @@ import pytest
 from langgraph.types import Command
 
 from tests.integration.test_memory import memory_rule, seed
-from tests.support.helpers import decisions_of, user_message
+from tests.support.helpers import approve_edit_reject, decisions_of, three_calls, user_message
 from tests.support.tools import make_test_tools, recorded
 from workspace_agent.checkpoints.memories import PostgresMemories
 from workspace_agent.checkpoints.savers import sync_postgres_saver, sync_sqlite_saver
@@ -26,29 +26,6 @@ from workspace_agent.graphs.ingest import build_graph as build_ingest
 from workspace_agent.graphs.memory import MemoryContext
 from workspace_agent.graphs.memory import build_graph as build_memory
 from workspace_agent.providers.scripted import text_reply, tool_reply
-
-
-def three_calls():
-    return tool_reply(
-        ("repeat", {"word": "x", "times": 1}),
-        ("repeat", {"word": "y", "times": 1}),
-        ("repeat", {"word": "z", "times": 1}),
-    )
-
-
-def approve_edit_reject(ids: list[str]) -> dict:
-    """Decisions keyed by id and out of order; the edit sends a number as a string, like a web form."""
-    return {
-        "decisions": [
-            {"type": "reject", "tool_call_id": ids[2], "message": "not z"},
-            {
-                "type": "edit",
-                "tool_call_id": ids[1],
-                "edited_action": {"name": "repeat", "args": {"word": "w", "times": "3"}},
-            },
-            {"type": "approve", "tool_call_id": ids[0]},
-        ]
-    }
 
 
 def approval_scenario(saver, llm, workspace: str, record) -> tuple[dict, dict, list[str], object]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from workspace_agent.providers.scripted import tool_reply
+
 
 def roles(request: dict[str, Any]) -> list[str]:
     """The roles of the messages of a recorded model request."""
@@ -18,3 +20,27 @@ def decisions_of(state: dict[str, Any], decision_id: str) -> list[dict[str, Any]
 def user_message(text: Any) -> dict[str, Any]:
     """A turn's input in the shape clients send."""
     return {"messages": [{"role": "user", "content": text}]}
+
+
+def three_calls() -> dict[str, Any]:
+    """A model reply asking for three calls of the test tool ``repeat``."""
+    return tool_reply(
+        ("repeat", {"word": "x", "times": 1}),
+        ("repeat", {"word": "y", "times": 1}),
+        ("repeat", {"word": "z", "times": 1}),
+    )
+
+
+def approve_edit_reject(ids: list[str]) -> dict[str, Any]:
+    """Decisions keyed by id and out of order; the edit sends a number as a string, like a web form."""
+    return {
+        "decisions": [
+            {"type": "reject", "tool_call_id": ids[2], "message": "not z"},
+            {
+                "type": "edit",
+                "tool_call_id": ids[1],
+                "edited_action": {"name": "repeat", "args": {"word": "w", "times": "3"}},
+            },
+            {"type": "approve", "tool_call_id": ids[0]},
+        ]
+    }
