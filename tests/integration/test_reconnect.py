@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
+import psycopg
 import pytest
+from psycopg_pool import PoolTimeout
 
 from tests.support.helpers import user_message
+from tests.support.outage import Door
+from workspace_agent.checkpoints import db
 from workspace_agent.checkpoints.embedded import start_embedded, stop_embedded
+from workspace_agent.checkpoints.liveness import RECONNECT_MAX_DELAY
 from workspace_agent.checkpoints.savers import sync_postgres_saver
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
@@ -66,3 +72,31 @@ async def test_the_sync_saver_reconnects_too(llm, embedded, workspace):
         await restart(embedded)
         llm.push(text_reply("two"))
         assert await asyncio.to_thread(turn, "second") == "two"
+
+
+async def test_a_pool_that_failed_during_an_outage_serves_within_seconds_of_the_database_returning(
+    database_url,
+):
+    """psycopg_pool doubles its reconnect delay (1, 2, 4, 8 s…): without a cap, a pool that failed for 8 s
+    makes its next attempt about 7 s after the database is back, and a turn waiting for it can time out."""
+    door = Door(database_url)
+    await door.open()
+    pool = await db.pool(door.url)
+    try:
+        async with pool.connection() as conn:
+            await conn.execute("SELECT 1")
+        await door.shut()
+        away = time.monotonic()
+        while time.monotonic() - away < 8:  # clients keep asking while the database is away
+            with pytest.raises((PoolTimeout, psycopg.OperationalError)):
+                async with pool.connection(timeout=0.5) as conn:
+                    await conn.execute("SELECT 1")
+            await asyncio.sleep(0.5)
+        await door.open()
+        back = time.monotonic()
+        async with pool.connection(timeout=30) as conn:
+            await conn.execute("SELECT 1")
+        waited = time.monotonic() - back
+        assert waited < RECONNECT_MAX_DELAY + 1.5, f"served {waited:.1f} s after the database returned"
+    finally:
+        await door.shut()
