@@ -33,6 +33,7 @@ from langchain_core.tools import StructuredTool
 from workspace_agent.graphs.context import Context
 from workspace_agent.nodes.trim import render_system
 from workspace_agent.providers import call_parsing, prompted
+from workspace_agent.providers.endpoint import model_settings
 from workspace_agent.providers.local_model import ensure_local_model_server
 from workspace_agent.providers.models import chat_model
 from workspace_agent.providers.paths import data_home
@@ -126,7 +127,7 @@ class Replies(AsyncCallbackHandler):
         self.texts.append(response.generations[0][0].text)
 
 
-async def ask(model: Any, question: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+async def ask(model: Any, question: dict[str, Any], max_tokens: int, grammar: bool = False) -> dict[str, Any]:
     """One question through the project's prompted path: the calls, the raw replies, the seconds."""
     tools = [as_tool(f) for f in question["function"]]
     replies = Replies()
@@ -134,7 +135,7 @@ async def ask(model: Any, question: dict[str, Any], max_tokens: int) -> dict[str
     error = None
     try:
         turn = await prompted.prompted_turn(
-            model.with_config(callbacks=[replies]), request_of(question), tools, **_limit(max_tokens)
+            model.with_config(callbacks=[replies]), request_of(question), tools, **_limit(max_tokens, grammar)
         )
         message = turn[0] if isinstance(turn, tuple) else turn.message
         calls = [{"name": c["name"], "args": c["args"]} for c in message.tool_calls]
@@ -155,10 +156,11 @@ async def ask(model: Any, question: dict[str, Any], max_tokens: int) -> dict[str
     }
 
 
-def _limit(max_tokens: int) -> dict[str, int]:
-    """The reply limit and the window, for a ``prompted_turn`` that takes them (the code before did not)."""
-    takes = "max_tokens" in prompted.prompted_turn.__code__.co_varnames
-    return {"max_tokens": max_tokens, "window": WINDOW} if takes else {}
+def _limit(max_tokens: int, grammar: bool) -> dict[str, Any]:
+    """The reply limit, window and grammar, for a ``prompted_turn`` that takes them (older code did not)."""
+    takes = prompted.prompted_turn.__code__.co_varnames
+    limits: dict[str, Any] = {"max_tokens": max_tokens, "window": WINDOW} if "max_tokens" in takes else {}
+    return limits | ({"grammar": grammar} if "grammar" in takes else {})
 
 
 async def run(options: argparse.Namespace) -> None:
@@ -177,7 +179,7 @@ async def run(options: argparse.Namespace) -> None:
             questions = sample(load(category), options.sample, options.seed)
             results = []
             for question in questions:
-                result = await ask(model, question, options.max_tokens)
+                result = await ask(model, question, options.max_tokens, options.grammar == "on")
                 results.append(result)
                 sink.write(json.dumps({"category": category, **result}, ensure_ascii=False) + "\n")
                 sink.flush()
@@ -245,6 +247,12 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=20, help="questions per category (0 = all)")
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--max-tokens", type=int, default=Context().reply_reserve, help="reply limit")
+    parser.add_argument(
+        "--grammar",
+        choices=["on", "off"],
+        default="on" if model_settings().call_grammar else "off",
+        help="send the llama.cpp call grammar (default: as the model settings say, on for the local model)",
+    )
     parser.add_argument("--label", default="run", help="names the replies file")
     parser.add_argument("--out", default=None, help="replies file (JSONL)")
     parser.add_argument("--verbose", action="store_true", help="one line per question")

@@ -50,7 +50,14 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     elif tools and not prompted:
         model = services.bind_tools(model, tools)
     if prompted:
-        turn = await prompted_turn(model, request, tools, max_tokens=ctx.reply_reserve, window=ctx.window)
+        turn = await prompted_turn(
+            model,
+            request,
+            tools,
+            max_tokens=ctx.reply_reserve,
+            window=ctx.window,
+            grammar=services.call_grammar(),
+        )
         response = turn.message
         if turn.left_out:
             why = (
@@ -59,6 +66,9 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
             )
             cut = {"offered": turn.offered, "left_out": turn.left_out}
             decisions.append(decision("C1", "code", cut, why))
+        if turn.grammar_refused:
+            why = f"the endpoint refused the call grammar; free text was read: {turn.grammar_refused}"
+            decisions.append(decision("C1", "code", "grammar refused", why))
         if turn.retried:  # a call to a tool that does not exist: asked again for a plain answer
             why = "the reply called a tool that does not exist; the model was asked again without tools"
             decisions.append(decision("C1", "model", "no such tool", why))

@@ -10,6 +10,8 @@ The CLI, ``langgraph dev`` and a program calling ``graph.invoke`` all come here,
   window is the one its server was started with (4096), not its family's nominal 32k.
 
 ``NATIVE_TOOL_CALLING`` and ``CONTEXT_WINDOW`` override those facts for a model the project cannot know;
+``CALL_GRAMMAR`` says whether the endpoint takes a llama.cpp grammar for prompted calls (``call_grammar``):
+on for the embedded model, off for other endpoints unless they are llama.cpp servers and it is set;
 ``MODEL_TIMEOUT`` (seconds, default 120) and ``MODEL_MAX_RETRIES`` (default 1) bound how long a hung endpoint
 can hold a turn. Settings are read from the environment on every call: they cost microseconds, and a
 process whose environment changes (tests, a CLI's ``--demo``) sees the change.
@@ -61,6 +63,8 @@ class ModelSettings:
         setting: The environment variable a person changes to point somewhere else.
         native_tool_calling: Whether the model returns tool calls natively (A3 uses the agent only then).
         context_window: Tokens the model accepts; ``None`` means "look up the model family".
+        call_grammar: Whether prompted calls are sent with a llama.cpp grammar (``providers.call_grammar``)
+            that keeps a reply either plain text or well-formed calls of the offered tools.
 
     """
 
@@ -72,6 +76,7 @@ class ModelSettings:
     context_window: int | None
     timeout: float
     max_retries: int
+    call_grammar: bool = False
     setting: str = "OPENAI_BASE_URL"
 
 
@@ -97,6 +102,7 @@ def model_settings() -> ModelSettings:
             context_window=int(window) if window else None,
             timeout=timeout,
             max_retries=retries,
+            call_grammar=_env_bool("CALL_GRAMMAR", False),
         )
     from workspace_agent.providers.model_file import DEFAULT_MODEL_NAME, MODEL_PATH_ENV
     from workspace_agent.providers.model_server import context_size
@@ -111,6 +117,7 @@ def model_settings() -> ModelSettings:
         context_window=int(window) if window else context_size(),
         timeout=timeout,
         max_retries=retries,
+        call_grammar=_env_bool("CALL_GRAMMAR", True),
         setting="OPENAI_BASE_URL (unset: the embedded local model)",
     )
 

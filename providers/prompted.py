@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
+from workspace_agent.providers.call_grammar import call_grammar
 from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
 from workspace_agent.providers.tokens import count, count_messages, message_text
 
@@ -190,6 +191,7 @@ class PromptedTurn:
     offered: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
     retried: bool = False
+    grammar_refused: str | None = None
 
 
 async def prompted_turn(
@@ -199,6 +201,7 @@ async def prompted_turn(
     *,
     max_tokens: int | None = None,
     window: int | None = None,
+    grammar: bool = False,
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
@@ -209,6 +212,8 @@ async def prompted_turn(
         max_tokens: The reply limit (the reserve trim kept free), so a runaway list cannot fill the window.
         window: The model's window: what the request and ``max_tokens`` leave of it is the catalog's room;
             when the whole catalog needs more, the tools most relevant to the user's message are kept.
+        grammar: Send a llama.cpp grammar (``call_grammar``) with the request, so the reply is plain text or
+            well-formed calls of the offered tools; only for an endpoint that takes one.
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -218,13 +223,26 @@ async def prompted_turn(
     query = next((message_text(m) for m in reversed(request) if isinstance(m, HumanMessage)), "")
     room = window - (max_tokens or 0) - count_messages(request) - FRAME if window else None
     offered, left_out = fit_tools(tools, query, room)
-    caller = model.bind(max_tokens=max_tokens) if max_tokens else model
-    response = await caller.with_config(tags=["nostream"]).ainvoke(with_catalog(request, offered))
+    schemas = {t.name: schema_of(t) for t in offered}
+    options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
+    if grammar and offered:
+        options["extra_body"] = {"grammar": call_grammar(offered, schemas)}
+    prompt = with_catalog(request, offered)
+    refused = None
+    try:
+        response = await _ask(model, options, prompt)
+    except Exception as exc:
+        if "extra_body" not in options or "grammar" not in str(exc).lower():
+            raise
+        # The endpoint refused the grammar (a schema it cannot compile, a server that takes none): the
+        # reply is then read as free text, as it is for any endpoint without one.
+        options.pop("extra_body")
+        refused = " ".join(str(exc).split())[:300]
+        response = await _ask(model, options, prompt)
     names = [t.name for t in offered]
     if response.response_metadata.get("finish_reason") == "length":
-        return PromptedTurn(response, names, left_out)
+        return PromptedTurn(response, names, left_out, grammar_refused=refused)
     text = message_text(response)
-    schemas = {t.name: schema_of(t) for t in offered}
     calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
     if calls or invalid:
         calls = [{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls]
@@ -232,10 +250,16 @@ async def prompted_turn(
         message = AIMessage(
             "", tool_calls=calls, invalid_tool_calls=invalid, id=response.id, response_metadata=meta
         )
-        return PromptedTurn(message, names, left_out)
+        return PromptedTurn(message, names, left_out, grammar_refused=refused)
     if names_a_tool(text):
-        return PromptedTurn(await model.ainvoke(request), names, left_out, retried=True)
-    return PromptedTurn(response, names, left_out)
+        plain = await model.ainvoke(request)
+        return PromptedTurn(plain, names, left_out, retried=True, grammar_refused=refused)
+    return PromptedTurn(response, names, left_out, grammar_refused=refused)
+
+
+async def _ask(model: Any, options: dict[str, Any], prompt: list[BaseMessage]) -> AIMessage:
+    caller = model.bind(**options) if options else model
+    return await caller.with_config(tags=["nostream"]).ainvoke(prompt)
 
 
 def retry_after_invalid(messages: list[BaseMessage]) -> bool:

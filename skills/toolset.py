@@ -11,6 +11,7 @@ from langchain_core.tools import BaseTool
 from workspace_agent.checkpoints.chatlog import Records
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.context import Context
+from workspace_agent.providers.endpoint import model_settings
 from workspace_agent.providers.models import chat_model
 from workspace_agent.skills.builtin import builtin_tools
 from workspace_agent.skills.mcp import load_mcp
@@ -56,6 +57,13 @@ class Services:
     def chat_model(self, context: Context) -> BaseChatModel:
         """The program's own chat model if it brought one, else ``context.model`` at the OpenAI endpoint."""
         return self.model if self.model is not None else chat_model(context.model)
+
+    def call_grammar(self) -> bool:
+        """Whether prompted calls carry a llama.cpp grammar: for the configured endpoint, if it takes one.
+
+        A program's own model is not the configured endpoint, so nothing is assumed of it.
+        """
+        return self.model is None and model_settings().call_grammar
 
     async def toolset(self, context: Context) -> Toolset:
         """Every tool offered to the model in this workspace; a name clash keeps the first one.

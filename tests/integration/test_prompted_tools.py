@@ -117,3 +117,40 @@ async def test_a_catalog_too_large_for_the_window_is_cut_to_the_relevant_tools_a
 
 def max_tokens_of(request: dict) -> int | None:
     return request.get("max_tokens") or request.get("max_completion_tokens")
+
+
+async def test_a_call_grammar_goes_with_the_catalog_only_when_the_endpoint_takes_one(
+    llm, saver, workspace, thread, monkeypatch
+):
+    graph = build_graph(checkpointer=saver)
+    context = Context(workspace=workspace, native_tool_calling=False)
+    call = text_reply('[{"name": "calculate", "arguments": {"expression": "6*7"}}]')
+    llm.push(call, text_reply("42"))
+    await graph.ainvoke(user_message("@agent what is 6*7?"), thread, context=context)
+    assert not any("grammar" in r for r in llm.requests), "an endpoint is not assumed to be llama.cpp"
+
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    llm.reset()
+    llm.push(call, text_reply("42"))
+    out = await graph.ainvoke(user_message("@agent and 6*7 again?"), thread, context=context)
+    first, second = llm.requests
+    assert "call-calculate ::=" in first["grammar"] and first["grammar"].startswith("root ::= ")
+    assert "grammar" not in second, "the answer from the digest is free text, offered no tools"
+    assert out["messages"][-1].content == "42"
+
+
+async def test_a_refused_grammar_is_dropped_recorded_and_the_reply_read_as_free_text(
+    llm, saver, workspace, thread, monkeypatch
+):
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver)
+    refusal = {"status": 400, "content": "Failed to initialize samplers: failed to parse grammar"}
+    call = text_reply('{"name": "calculate", "arguments": {"expression": "6*7"}}')
+    llm.push(refusal, call, text_reply("42"))
+    context = Context(workspace=workspace, native_tool_calling=False)
+    out = await graph.ainvoke(user_message("@agent what is 6*7?"), thread, context=context)
+    refused, retried, _ = llm.requests
+    assert "grammar" in refused and "grammar" not in retried
+    assert out["messages"][-1].content == "42" and out["stop_reason"] == "answered"
+    [record] = [d for d in decisions_of(out, "C1") if d["outcome"] == "grammar refused"]
+    assert "failed to parse grammar" in record["why"]

@@ -1,0 +1,84 @@
+"""The call grammar on the embedded model's real llama.cpp server (opt-in marker ``local_model``).
+
+llama.cpp refuses a grammar it cannot parse with HTTP 400, so sending one is the proof that the text the
+project writes is valid GBNF; the replies show what it does to a real 0.5B model's output.
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.tools import StructuredTool
+from langchain_openai import ChatOpenAI
+
+from workspace_agent.checkpoints.chatlog import MemoryRecords
+from workspace_agent.providers.call_grammar import call_grammar
+from workspace_agent.providers.prompted import prompted_turn, schema_of
+from workspace_agent.skills.builtin import builtin_tools
+
+pytestmark = [pytest.mark.local_model, pytest.mark.timeout(600)]
+
+WEATHER = {
+    "type": "object",
+    "properties": {
+        "location": {"type": "string", "description": "City and country, e.g. Paris, France"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    },
+    "required": ["location"],
+}
+ODD = {  # every construct the translation knows, and some it does not
+    "type": "object",
+    "properties": {
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", 'b "quoted"', "c\\d"]}},
+        "where": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]},
+        "id": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "either": {"type": ["string", "boolean"]},
+        "loose": {"patternProperties": {"^x": {"type": "string"}}},
+        "tree": {"$ref": "#/$defs/Node"},
+        "free": {"type": "object"},
+    },
+    "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}},
+    "required": ["tags", "where"],
+}
+
+
+def json_tool(name: str, schema: dict, description: str = "A tool.") -> StructuredTool:
+    return StructuredTool(name=name, description=description, args_schema=schema, func=lambda **_: "")
+
+
+@pytest.fixture(scope="module")
+def local_model() -> ChatOpenAI:
+    from workspace_agent.providers.local_model import ensure_local_model_server
+
+    server = ensure_local_model_server()
+    return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0)
+
+
+async def test_llama_cpp_accepts_the_grammar_of_every_kind_of_tool(local_model):
+    tools = [
+        *builtin_tools("ws", "default", MemoryRecords()),
+        json_tool("get_weather", WEATHER),
+        json_tool("odd.name-with:marks", ODD),
+        json_tool("no_arguments", {"type": "object", "properties": {}}),
+    ]
+    grammar = call_grammar(tools, {t.name: schema_of(t) for t in tools})
+    reply = await local_model.bind(max_tokens=4, extra_body={"grammar": grammar}).ainvoke("hello")
+    assert isinstance(reply.content, str)  # a grammar llama.cpp cannot parse is answered with HTTP 400
+
+
+async def test_under_the_grammar_a_call_is_well_formed_and_an_answer_stays_free_text(local_model):
+    weather = json_tool("get_weather", WEATHER, "Get the current weather in a location.")
+    system = SystemMessage("You are a helpful assistant.")
+    asked = [system, HumanMessage("What is the weather like in Paris, France right now?")]
+    turn = await prompted_turn(local_model, asked, [weather], max_tokens=200, window=4096, grammar=True)
+    assert turn.grammar_refused is None and not turn.message.invalid_tool_calls
+    assert turn.message.tool_calls, turn.message.response_metadata.get("prompted_text")
+    for call in turn.message.tool_calls:
+        assert call["name"] == "get_weather" and set(call["args"]) <= {"location", "unit"}
+        assert "Paris" in call["args"]["location"]
+
+    # The text branch: a reply that does not open with a call is not forced into JSON.
+    grammar = call_grammar([weather], {"get_weather": WEATHER})
+    constrained = local_model.bind(max_tokens=40, extra_body={"grammar": grammar})
+    reply = await constrained.ainvoke("Say hello in French.")
+    assert reply.content.strip() and reply.content.lstrip()[0] not in "[{`"
