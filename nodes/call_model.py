@@ -49,15 +49,14 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         tools, prompted = (tools, True) if again else ([], False)
     elif tools and not prompted:
         model = services.bind_tools(model, tools)
+    how = "natively"
     if prompted:
+        grammar = services.call_grammar()
         turn = await prompted_turn(
-            model,
-            request,
-            tools,
-            max_tokens=ctx.reply_reserve,
-            window=ctx.window,
-            grammar=services.call_grammar(),
+            model, request, tools, max_tokens=ctx.reply_reserve, window=ctx.window, grammar=grammar
         )
+        constrained = grammar and bool(turn.offered) and not turn.grammar_refused
+        how = "in JSON text (prompted tool calling" + (", under the call grammar)" if constrained else ")")
         response = turn.message
         if turn.left_out:
             why = (
@@ -69,6 +68,9 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         if turn.grammar_refused:
             why = f"the endpoint refused the call grammar; free text was read: {turn.grammar_refused}"
             decisions.append(decision("C1", "code", "grammar refused", why))
+        if turn.repeats:
+            why = f"the reply repeated a call with the same arguments {turn.repeats} time(s); it runs once"
+            decisions.append(decision("C1", "code", "repeats dropped", why))
         if turn.retried:  # a call to a tool that does not exist: asked again for a plain answer
             why = "the reply called a tool that does not exist; the model was asked again without tools"
             decisions.append(decision("C1", "model", "no such tool", why))
@@ -81,7 +83,6 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         why = f"the reply hit the output limit; {calls} tool call(s) in it will not run"
         decisions.append(decision("G2", "code", "max_tokens", why))
     names = [c["name"] for c in response.tool_calls]
-    how = "in JSON text (prompted tool calling)" if prompted else "natively"
     why = f"the model asked for {len(names)} tool call(s) {how}" if names else "the model answered"
     decisions.append(decision("C1", "model", names or "answer", why))
     return {"messages": [response], "decisions": decisions, "stop_reason": stop_reason}

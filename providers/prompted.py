@@ -192,6 +192,7 @@ class PromptedTurn:
     left_out: list[str] = field(default_factory=list)
     retried: bool = False
     grammar_refused: str | None = None
+    repeats: int = 0
 
 
 async def prompted_turn(
@@ -245,16 +246,32 @@ async def prompted_turn(
     text = message_text(response)
     calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
     if calls or invalid:
-        calls = [{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls]
+        calls, repeats = _once_each([{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls])
         meta = {**response.response_metadata, "prompted_text": text}
         message = AIMessage(
             "", tool_calls=calls, invalid_tool_calls=invalid, id=response.id, response_metadata=meta
         )
-        return PromptedTurn(message, names, left_out, grammar_refused=refused)
+        return PromptedTurn(message, names, left_out, grammar_refused=refused, repeats=repeats)
     if names_a_tool(text):
         plain = await model.ainvoke(request)
         return PromptedTurn(plain, names, left_out, retried=True, grammar_refused=refused)
     return PromptedTurn(response, names, left_out, grammar_refused=refused)
+
+
+def _once_each(calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The calls with exact repeats (same tool, same arguments) dropped, and how many were dropped.
+
+    A small model sometimes writes one call over and over until the token limit; the same call with the
+    same arguments in one reply asks for one thing, so it runs once.
+    """
+    seen: set[str] = set()
+    kept = []
+    for call in calls:
+        key = json.dumps([call["name"], call["args"]], sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            kept.append(call)
+    return kept, len(calls) - len(kept)
 
 
 async def _ask(model: Any, options: dict[str, Any], prompt: list[BaseMessage]) -> AIMessage:

@@ -71,6 +71,15 @@ async def test_dev_server_without_settings_answers_from_the_local_model(tmp_path
         model = find_shared_model()
         assert model is not None and model.n_ctx == 4096
 
+        # @agent: the model writes its call as text, under the call grammar, and the call runs.
+        ask = {"messages": [{"role": "user", "content": "@agent what time is it?"}]}
+        out = await client.runs.wait((await client.threads.create())["thread_id"], "agent", input=ask)
+        assert "__error__" not in out, out
+        c1 = [d for d in out["decisions"] if d["id"] == "C1" and d["outcome"] != "answer"]
+        assert c1 and "under the call grammar" in c1[0]["why"], out["decisions"]
+        ran = [d for d in out["decisions"] if d["id"] == "C10" and isinstance(d["outcome"], dict)]
+        assert ran and "ok" in ran[0]["outcome"].values(), out["decisions"]
+
         # A CLI at the same time, same data folder: the same model server and the same database.
         cli = Path(sys.executable).with_name("workspace-agent")
         done = subprocess.run(

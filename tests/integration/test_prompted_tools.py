@@ -137,6 +137,7 @@ async def test_a_call_grammar_goes_with_the_catalog_only_when_the_endpoint_takes
     assert "call-calculate ::=" in first["grammar"] and first["grammar"].startswith("root ::= ")
     assert "grammar" not in second, "the answer from the digest is free text, offered no tools"
     assert out["messages"][-1].content == "42"
+    assert "under the call grammar" in decisions_of(out, "C1")[0]["why"]
 
 
 async def test_a_refused_grammar_is_dropped_recorded_and_the_reply_read_as_free_text(
@@ -154,3 +155,18 @@ async def test_a_refused_grammar_is_dropped_recorded_and_the_reply_read_as_free_
     assert out["messages"][-1].content == "42" and out["stop_reason"] == "answered"
     [record] = [d for d in decisions_of(out, "C1") if d["outcome"] == "grammar refused"]
     assert "failed to parse grammar" in record["why"]
+
+
+async def test_a_call_repeated_with_the_same_arguments_runs_once_and_the_drop_is_recorded(
+    llm, saver, workspace, thread
+):
+    graph = build_graph(checkpointer=saver)
+    same = {"name": "calculate", "arguments": {"expression": "133+34"}}
+    other = {"name": "calculate", "arguments": {"expression": "2*3"}}
+    llm.push(text_reply(json.dumps([same, same, other, same])), text_reply("167 and 6"))
+    context = Context(workspace=workspace, native_tool_calling=False)
+    out = await graph.ainvoke(user_message("@agent add 133 and 34, and 2 times 3"), thread, context=context)
+    ran = [c for m in out["messages"] if m.type == "ai" for c in m.tool_calls]
+    assert [c["args"]["expression"] for c in ran] == ["133+34", "2*3"]
+    [record] = [d for d in decisions_of(out, "C1") if d["outcome"] == "repeats dropped"]
+    assert "2 time(s)" in record["why"]
