@@ -1,7 +1,7 @@
 """What one turn at a time per thread costs: the agent graph with and without its turn lock, on PostgreSQL.
 
-Both variants are the same compiled graph on the same ``postgres_saver`` (the lock is a callback holding a
-PostgreSQL advisory lock per thread, two short queries per turn); the model is in-process (one tool call,
+Both variants are the same compiled graph on the same ``postgres_saver`` (the lock is a PostgreSQL advisory
+lock per thread taken around the run, two short queries per turn); the model is in-process (one tool call,
 then an answer) and the chat log in memory, so the difference is the lock. Runs are interleaved so machine
 noise hits both. Run: ``python bench/turn_lock.py [turns]``.
 """
@@ -35,8 +35,7 @@ async def main(turns: int) -> None:
             model=ToolThenAnswer(calls=[("current_datetime", {})]),
             documents=NoDocuments(),
         )
-        config = {k: v for k, v in locked.config.items() if k != "callbacks"}
-        unlocked = locked.copy(update={"config": config})
+        unlocked = locked.copy(update={"turn_lock": None})
         context = Context(model="bench", auto_approved=["*"])
         message = {"messages": [{"role": "user", "content": "what time is it?"}]}
 

@@ -20,7 +20,6 @@ from langgraph.store.base import BaseStore
 
 from workspace_agent.checkpoints.chatlog import PostgresRecords, Records
 from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.checkpoints.turn_lock import one_turn_at_a_time
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.forks import forking
 from workspace_agent.graphs.runnables import node, router
@@ -90,7 +89,7 @@ def build_graph(
     builder.add_edge("execute_tool", "trim")
     builder.add_edge("finish", END)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name="workspace-agent")
-    return one_turn_at_a_time(forking(compiled))  # one turn per thread; a resume at an older checkpoint forks
+    return forking(compiled)  # one turn per thread; a resume at an older checkpoint forks
 
 
 graph = build_graph()

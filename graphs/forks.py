@@ -9,7 +9,9 @@ config then names the checkpoint it forked (``FORK_KEY``), so ``approve`` can sa
 from a fork. The original branch's checkpoints are not written to.
 
 The same class serves in-process and under a server: ``langgraph dev`` and Aegra copy the compiled graph
-with their own checkpointer, and the copy keeps its class.
+with their own checkpointer, and the copy keeps its class. Built with a saver of its own, the graph also
+holds the thread's turn lock for the run (``checkpoints.turn_lock``); a server's copy has none, since the
+server's multitask strategy decides there.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
+
+from workspace_agent.checkpoints.turn_lock import TurnLock, turn_lock_for
 
 FORK_KEY = "workspace_agent_fork_of"
 
@@ -58,12 +63,33 @@ def _cleaned(config: RunnableConfig | None, fork: str | None = None) -> Runnable
 
 
 class ForkingGraph(CompiledStateGraph):
-    """The compiled agent graph, with resumes at older checkpoints turned into forks."""
+    """The compiled agent graph, with resumes at older checkpoints turned into forks, one turn per thread."""
+
+    def __init__(self, *args: Any, turn_lock: TurnLock | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.turn_lock = turn_lock
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """Stream a run; a resume at a checkpoint the thread has moved past runs on a copy of it."""
+        if self.turn_lock is None:
+            async for chunk in self._astream(input, config, **kwargs):
+                yield chunk
+            return
+        with self.turn_lock.held(merge_configs(self.config, config)):
+            async for chunk in self._astream(input, config, **kwargs):
+                yield chunk
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+        """The synchronous twin of ``astream``."""
+        if self.turn_lock is None:
+            yield from self._stream(input, config, **kwargs)
+            return
+        with self.turn_lock.held(merge_configs(self.config, config)):
+            yield from self._stream(input, config, **kwargs)
+
+    async def _astream(self, input: Any, config: RunnableConfig | None, **kwargs: Any) -> AsyncIterator[Any]:
         fork = None
         if (conf := _target(self, input, config)) is not None:
             head = await self.checkpointer.aget_tuple(_at(conf))  # type: ignore[union-attr]
@@ -73,8 +99,7 @@ class ForkingGraph(CompiledStateGraph):
         async for chunk in super().astream(input, _cleaned(config, fork), **kwargs):
             yield chunk
 
-    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
-        """The synchronous twin of ``astream``."""
+    def _stream(self, input: Any, config: RunnableConfig | None, **kwargs: Any) -> Iterator[Any]:
         fork = None
         if (conf := _target(self, input, config)) is not None:
             head = self.checkpointer.get_tuple(_at(conf))  # type: ignore[union-attr]
@@ -85,5 +110,6 @@ class ForkingGraph(CompiledStateGraph):
 
 
 def forking(graph: CompiledStateGraph) -> ForkingGraph:
-    """The same compiled graph as a ``ForkingGraph``."""
-    return ForkingGraph(**{k: v for k, v in graph.__dict__.items() if k != "__orig_class__"})
+    """The same compiled graph as a ``ForkingGraph``, with the turn lock of its saver when it has one."""
+    attrs = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
+    return ForkingGraph(**attrs, turn_lock=turn_lock_for(graph.checkpointer))
