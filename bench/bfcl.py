@@ -32,7 +32,7 @@ from langchain_core.tools import StructuredTool
 
 from workspace_agent.graphs.context import Context
 from workspace_agent.nodes.trim import render_system
-from workspace_agent.providers import call_parsing, prompted
+from workspace_agent.providers import call_parsing, catalog, prompted
 from workspace_agent.providers.endpoint import model_settings
 from workspace_agent.providers.local_model import ensure_local_model_server
 from workspace_agent.providers.models import chat_model
@@ -208,10 +208,10 @@ def rescore(path: Path) -> None:
         results = []
         for row in rows:
             question, text = questions[row["id"]], (row["replies"] or [""])[0]
-            tools = {t.name: prompted.schema_of(t) for t in map(as_tool, question["function"])}
+            tools = {t.name: catalog.schema_of(t) for t in map(as_tool, question["function"])}
             params = {n: tuple(s.get("properties") or ()) for n, s in tools.items()}
             found, _ = call_parsing.parse_reply(text, params)
-            calls = [{"name": c["name"], "args": prompted.coerce(c["args"], tools[c["name"]])} for c in found]
+            calls = [{"name": c["name"], "args": catalog.coerce(c["args"], tools[c["name"]])} for c in found]
             ok = reply_ok(calls, question["function"], question["truth"])
             results.append({**row, "ok": ok, "calls": calls, "error": None})
         print(_format(_row(f"{category} (re-read)", results)))

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, decision
 from workspace_agent.nodes.history import conversation, prompt_text
-from workspace_agent.providers.prompted import catalog_reserve
+from workspace_agent.providers.catalog import catalog_reserve
 from workspace_agent.providers.tokens import count, count_messages, cut_middle, ensure_tokenizer, message_text
 
 SYSTEM_SHARE, HISTORY_SHARE, USER_SHARE, USER_ALONE_SHARE = 0.15, 0.15, 0.70, 0.80

@@ -13,7 +13,8 @@ from langchain_openai import ChatOpenAI
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.providers.call_grammar import call_grammar
-from workspace_agent.providers.prompted import prompted_turn, schema_of
+from workspace_agent.providers.catalog import schema_of
+from workspace_agent.providers.prompted import prompted_turn
 from workspace_agent.skills.builtin import builtin_tools
 
 pytestmark = [pytest.mark.local_model, pytest.mark.timeout(600)]

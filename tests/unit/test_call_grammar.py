@@ -13,7 +13,7 @@ from langchain_core.tools import StructuredTool, tool
 from pydantic import BaseModel
 
 from workspace_agent.providers.call_grammar import call_grammar
-from workspace_agent.providers.prompted import schema_of
+from workspace_agent.providers.catalog import schema_of
 
 
 def rules(grammar: str) -> dict[str, str]:

@@ -13,16 +13,8 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
-from workspace_agent.providers.prompted import (
-    catalog,
-    coerce,
-    describe,
-    digest,
-    fit_tools,
-    parse_tool_calls,
-    retry_after_invalid,
-    with_catalog,
-)
+from workspace_agent.providers.catalog import catalog, coerce, describe, fit_tools, with_catalog
+from workspace_agent.providers.prompted import digest, parse_tool_calls, retry_after_invalid
 from workspace_agent.skills.builtin import calculate
 
 NAMES = {"calculate", "current_datetime"}

@@ -1,0 +1,178 @@
+"""The tool catalog of prompted calling: what a model without native tool calls is told about the tools.
+
+Small local models copy what they are shown, so the catalog shows what a good reply looks like: one JSON list
+with one object per call, numbers unquoted, required arguments marked, enum values and the fields of object
+arguments spelled out, an example line per tool. Tools with a pydantic schema and tools with a plain JSON
+schema (MCP) are described alike. When the catalog does not fit the window, the tools most relevant to the
+message are kept. Strings a model wrote for numbers, booleans or lists are read as the declared type.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.tools import BaseTool
+
+from workspace_agent.providers.tokens import count, message_text
+
+INSTRUCTIONS = (
+    "You can call the tools below. To call tools, reply with only a JSON list, one object per call:\n"
+    '[{"name": "<tool name>", "arguments": {...}}, {"name": "<tool name>", "arguments": {...}}]\n'
+    "Put every call the request needs in that one list; when the same tool is needed for several things, "
+    "write one object for each. Give every required argument and leave out optional ones you have no value "
+    "for. Write numbers and true/false without quotes. When no tool helps, answer the user in plain text."
+)
+_WORD = re.compile(r"[a-z0-9]+")
+#: Share of the window trim keeps free for a prompted call's catalog (which is cut to what is left).
+CATALOG_SHARE = 0.3
+
+
+def catalog_reserve(window: int) -> int:
+    """Tokens the window check keeps free for the tool catalog of a prompted model call."""
+    return int(window * CATALOG_SHARE)
+
+
+def schema_of(tool: BaseTool) -> dict[str, Any]:
+    """A tool's arguments as JSON schema, whether it carries a pydantic model or a plain dict (MCP tools)."""
+    raw = tool.tool_call_schema
+    if raw is None:
+        return {}
+    return dict(raw) if isinstance(raw, dict) else raw.model_json_schema()
+
+
+def _resolve(spec: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    """A property with ``$ref`` and nullable ``anyOf`` unwrapped (pydantic writes ``Optional[X]`` so)."""
+    if not isinstance(spec, dict):
+        return {}
+    if "$ref" in spec:
+        target = defs.get(spec["$ref"].rsplit("/", 1)[-1], {})
+        spec = {**target, **{k: v for k, v in spec.items() if k != "$ref"}}
+    options = [o for o in spec.get("anyOf", spec.get("oneOf", [])) if o.get("type") != "null"]
+    if len(options) == 1 and "type" not in spec:
+        rest = {k: v for k, v in spec.items() if k not in ("anyOf", "oneOf")}
+        spec = {**rest, **_resolve(options[0], defs)}
+    return spec
+
+
+def _type(spec: dict[str, Any], defs: dict[str, Any]) -> str:
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "any")
+    if kind is None and spec.get("anyOf"):
+        return " or ".join(_type(_resolve(o, defs), defs) for o in spec["anyOf"] if o.get("type") != "null")
+    if kind == "array":
+        return f"list of {_type(_resolve(spec.get('items', {}), defs), defs)}"
+    return kind or ("object" if "properties" in spec else "any")
+
+
+def _argument(name: str, spec: dict[str, Any], required: bool, defs: dict[str, Any], depth: int = 0) -> str:
+    """One argument: ``name (type, required, one of ...): description``, object fields in brackets."""
+    notes = [_type(spec, defs)] + (["required"] if required else [])
+    items = _resolve(spec.get("items", {}), defs)
+    for prefix, choices in (("one of ", spec.get("enum")), ("each one of ", items.get("enum"))):
+        if choices:
+            notes.append(prefix + ", ".join(json.dumps(v, ensure_ascii=False) for v in choices))
+    default = spec.get("default")
+    if default not in (None, "", [], {}) and len(json.dumps(default)) < 30:
+        notes.append(f"default {json.dumps(spec['default'], ensure_ascii=False)}")
+    text = f"{name} ({', '.join(notes)})"
+    description = " ".join(str(spec.get("description", "")).split())
+    if description:
+        text += f": {description}"
+    fields = spec.get("properties") or items.get("properties")
+    if fields and depth < 2:
+        inner = set(spec.get("required", items.get("required", [])))
+        parts = [_argument(k, _resolve(v, defs), k in inner, defs, depth + 1) for k, v in fields.items()]
+        text += " {fields: " + "; ".join(parts) + "}"
+    return text
+
+
+def _placeholder(name: str, spec: dict[str, Any], defs: dict[str, Any]) -> str:
+    kind = _type(spec, defs)
+    if spec.get("enum"):
+        return json.dumps(spec["enum"][0], ensure_ascii=False)
+    if kind == "string":
+        return json.dumps(f"<{name}>")
+    if kind.startswith("list"):
+        return "[...]"
+    return "{...}" if kind == "object" else f"<{name}>"  # numbers and booleans are written bare
+
+
+def describe(tool: BaseTool) -> str:
+    """One tool as the catalog shows it: purpose, each argument, and an example call of it."""
+    schema = schema_of(tool)
+    defs = schema.get("$defs", schema.get("definitions", {}))
+    props = {k: _resolve(v, defs) for k, v in (schema.get("properties") or {}).items()}
+    required = [k for k in schema.get("required", []) if k in props]
+    lines = [f"- {tool.name}: {' '.join(str(tool.description or '').split())}"]
+    lines += [f"  {_argument(k, v, k in required, defs)}" for k, v in props.items()] or ["  (no arguments)"]
+    example = ", ".join(f"{json.dumps(k)}: {_placeholder(k, props[k], defs)}" for k in required)
+    lines.append(f'  example: [{{"name": {json.dumps(tool.name)}, "arguments": {{{example}}}}}]')
+    return "\n".join(lines)
+
+
+def catalog(tools: list[BaseTool]) -> str:
+    """The instructions and every tool, as appended to the system prompt."""
+    return INSTRUCTIONS + "\n\nTools:\n" + "\n".join(describe(t) for t in tools)
+
+
+def fit_tools(tools: list[BaseTool], query: str, budget: int | None) -> tuple[list[BaseTool], list[str]]:
+    """The tools whose catalog fits ``budget`` tokens: all if they fit, else the most relevant to ``query``.
+
+    Relevance is the share of a tool's name and description words found in the message, so the cut needs no
+    model call; the tools keep their order. Returns the kept tools and the names of those left out.
+    """
+    if budget is None or count(catalog(tools)) <= budget:
+        return tools, []
+    asked = set(_WORD.findall(query.lower()))
+
+    def relevance(tool: BaseTool) -> float:
+        words = set(_WORD.findall(f"{tool.name.replace('_', ' ')} {tool.description}".lower()))
+        return len(words & asked) / (len(words) ** 0.5 or 1)
+
+    ranked = sorted(tools, key=relevance, reverse=True)
+    kept: list[BaseTool] = []
+    used = count(INSTRUCTIONS) + 4
+    for tool in ranked:
+        size = count(describe(tool)) + 1
+        if used + size <= budget or not kept:
+            kept.append(tool)
+            used += size
+    return [t for t in tools if t in kept], [t.name for t in tools if t not in kept]
+
+
+def coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments with numbers, booleans and lists written as strings turned into what the schema declares.
+
+    Small models quote numbers (``"20"``); a string that reads cleanly as the declared type is what was meant.
+    Anything else is left alone for the tool's own validation to report.
+    """
+    props = schema.get("properties") or {}
+    out = dict(args)
+    for key, value in args.items():
+        kind = _type(_resolve(props.get(key, {}), schema.get("$defs", {})), {})
+        if not isinstance(value, str):
+            continue
+        text = value.strip()
+        if kind == "integer" and re.fullmatch(r"-?\d+", text):
+            out[key] = int(text)
+        elif kind == "number" and re.fullmatch(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+            out[key] = float(text) if any(c in text for c in ".eE") else int(text)
+        elif kind == "boolean" and text.lower() in ("true", "false"):
+            out[key] = text.lower() == "true"
+        elif kind.startswith("list") and text.startswith("["):
+            try:
+                out[key] = json.loads(text)
+            except ValueError:
+                pass
+    return out
+
+
+def with_catalog(messages: list[BaseMessage], tools: list[BaseTool]) -> list[BaseMessage]:
+    """The request with the tool catalog appended to the system prompt."""
+    if messages and isinstance(messages[0], SystemMessage):
+        return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools)), *messages[1:]]
+    return [SystemMessage(catalog(tools)), *messages]
