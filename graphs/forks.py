@@ -12,11 +12,18 @@ The same class serves in-process and under a server: ``langgraph dev`` and Aegra
 with their own checkpointer, and the copy keeps its class. Built with a saver of its own, the graph also
 holds the thread's turn lock for the run (``checkpoints.turn_lock``); a server's copy has none, since the
 server's multitask strategy decides there.
+
+A served client does not write thread state either (DESIGN §2 "Who sets what"): a state written
+``as_node="approve"`` would put calls in ``approved`` that no person approved. ``langgraph dev`` refuses that
+in the auth handler, but Aegra's ``POST /threads/{id}/state`` calls none, so the graph itself refuses a
+state write whose config carries a server's authenticated user. Only Studio's fork anchor (no values,
+``as_node="__copy__"``), which copies a checkpoint without changing it, passes. A program's own
+``update_state`` (no server in between) is trusted, as the program is.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -24,11 +31,17 @@ from langchain_core.runnables.config import merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from langgraph.types import Command, StateUpdate
 
 from workspace_agent.checkpoints.turn_lock import TurnLock, turn_lock_for
 
 FORK_KEY = "workspace_agent_fork_of"
+#: The configurable key under which a server (``langgraph dev``, Aegra) passes the authenticated user.
+SERVED_USER = "langgraph_auth_user"
+
+
+class StateWriteRefused(PermissionError):
+    """A served client tried to write thread state, which only the graph's nodes write."""
 
 
 def fork_of() -> str | None:
@@ -60,6 +73,19 @@ def _cleaned(config: RunnableConfig | None, fork: str | None = None) -> Runnable
         return config
     conf = {k: v for k, v in conf.items() if k != FORK_KEY and not (fork and k == "checkpoint_id")}
     return {**(config or {}), "configurable": {**conf, FORK_KEY: fork} if fork else conf}
+
+
+def _refuse_served_writes(config: RunnableConfig | None, supersteps: Sequence[Sequence[Any]]) -> None:
+    if SERVED_USER not in ((config or {}).get("configurable") or {}):
+        return
+    for step in supersteps:
+        for update in step:
+            values, as_node = [*update, None, None][:2]
+            if values is not None or as_node != "__copy__":
+                raise StateWriteRefused(
+                    "thread state is written by the graph only; answer an approval with "
+                    "Command(resume=...), or fork from a checkpoint"
+                )
 
 
 class ForkingGraph(CompiledStateGraph):
@@ -98,6 +124,20 @@ class ForkingGraph(CompiledStateGraph):
                 await self.aupdate_state(_at(conf, fork), None, as_node="__copy__")
         async for chunk in super().astream(input, _cleaned(config, fork), **kwargs):
             yield chunk
+
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate | tuple]]
+    ) -> RunnableConfig:
+        """``update_state`` and its bulk form; refused to a served client (see the module's note)."""
+        _refuse_served_writes(config, supersteps)
+        return super().bulk_update_state(config, supersteps)  # type: ignore[arg-type]
+
+    async def abulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate | tuple]]
+    ) -> RunnableConfig:
+        """The async twin of ``bulk_update_state``."""
+        _refuse_served_writes(config, supersteps)
+        return await super().abulk_update_state(config, supersteps)  # type: ignore[arg-type]
 
     def _stream(self, input: Any, config: RunnableConfig | None, **kwargs: Any) -> Iterator[Any]:
         fork = None
