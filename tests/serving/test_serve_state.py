@@ -35,8 +35,9 @@ async def test_a_client_cannot_write_an_approval_into_thread_state(
     }
 
     for values, as_node in (({"approved": [forged]}, "approve"), ({"approved": [forged]}, None)):
-        with pytest.raises(httpx.HTTPStatusError):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
             await client.threads.update_state(tid, values, as_node=as_node)
+        assert "thread state is written by the graph only" in refused.value.response.text
     after = await client.threads.get_state(tid)
     assert after["checkpoint"] == before["checkpoint"] and after["next"] == ["approve"]
 
