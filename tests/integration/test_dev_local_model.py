@@ -72,7 +72,8 @@ async def test_dev_server_without_settings_answers_from_the_local_model(tmp_path
         assert model is not None and model.n_ctx == 4096
 
         # @agent: the model writes its call as text, under the call grammar, and the call runs.
-        ask = {"messages": [{"role": "user", "content": "@agent what time is it?"}]}
+        question = "@agent What is the current date and time? Use a tool."  # as test_local_agent asks
+        ask = {"messages": [{"role": "user", "content": question}]}
         out = await client.runs.wait((await client.threads.create())["thread_id"], "agent", input=ask)
         assert "__error__" not in out, out
         c1 = [d for d in out["decisions"] if d["id"] == "C1" and d["outcome"] != "answer"]
