@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.helpers import free_port
 from workspace_agent.providers.scripted import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,16 +85,10 @@ def thread() -> dict:
     return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_dev_server(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
     """Start ``langgraph dev`` on a free port with ``env``; return the process and its URL once it answers."""
     cli = Path(sys.executable).with_name("langgraph")
-    command = [str(cli), "dev", "--no-browser", "--no-reload", "--port", str(_free_port())]
+    command = [str(cli), "dev", "--no-browser", "--no-reload", "--port", str(free_port())]
     with log.open("w") as out:
         proc = subprocess.Popen(
             [*command, "--config", "langgraph.json"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT

@@ -9,7 +9,6 @@ model holds a turn for at most ``MODEL_TIMEOUT`` (default 120 s) per attempt, no
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 from langgraph_sdk import get_client
 
-from tests.support.helpers import user_message
+from tests.support.helpers import free_port, user_message
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.providers.endpoint import DEFAULT_TIMEOUT, model_settings
@@ -29,10 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
+    return f"http://127.0.0.1:{free_port()}/v1"
 
 
 async def turn(graph, thread, workspace: str, text: str, *, stream: bool) -> dict:

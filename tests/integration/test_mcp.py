@@ -24,7 +24,7 @@ import pytest
 from langgraph.types import Command
 from rich.console import Console
 
-from tests.support.helpers import decisions_of, user_message
+from tests.support.helpers import decisions_of, free_port, user_message
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.cli.mcp_view import show_mcp
 from workspace_agent.graphs.agent import build_graph
@@ -39,12 +39,6 @@ RECORDER = ROOT / "tests" / "support" / "mcp_servers" / "recorder.py"
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 20) -> None:
@@ -438,9 +432,7 @@ async def test_a_malformed_servers_file_is_one_clear_problem_and_the_turn_goes_o
     assert str(config) in toolset.problems[0]
     assert "calculate" in toolset.tools, "built-in tools are still offered"
     llm.push(text_reply("fine"))
-    out = await build_graph(checkpointer=saver).ainvoke(
-        user_message("hi"), thread, context=ctx(workspace)
-    )
+    out = await build_graph(checkpointer=saver).ainvoke(user_message("hi"), thread, context=ctx(workspace))
     assert out["messages"][-1].content == "fine"
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -20,15 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.helpers import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"alice": "alice-key-1f0c", "bob": "bob-key-77ad"}
 ALWAYS_ASK = "calculate"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _absolute(config: dict) -> dict:
@@ -74,7 +69,7 @@ def secured_server(database_url, llm_server, tmp_path_factory) -> Iterator[str]:
                 "--no-browser",
                 "--no-reload",
                 "--port",
-                str(_free_port()),
+                str(free_port()),
                 "--config",
                 "langgraph.json",
             ],

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from workspace_agent.providers.scripted import tool_reply
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def roles(request: dict[str, Any]) -> list[str]:

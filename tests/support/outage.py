@@ -7,15 +7,10 @@ the connections that came through it, and refuses new ones until it opens again,
 from __future__ import annotations
 
 import asyncio
-import socket
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.helpers import free_port
 
 
 class Door:
