@@ -135,9 +135,14 @@ async def ask(model: Any, question: dict[str, Any], max_tokens: int, grammar: bo
     error = None
     try:
         turn = await prompted.prompted_turn(
-            model.with_config(callbacks=[replies]), request_of(question), tools, **_limit(max_tokens, grammar)
+            model.with_config(callbacks=[replies]),
+            request_of(question),
+            tools,
+            max_tokens=max_tokens,
+            window=WINDOW,
+            grammar=grammar,
         )
-        message = turn[0] if isinstance(turn, tuple) else turn.message
+        message = turn.message
         calls = [{"name": c["name"], "args": c["args"]} for c in message.tool_calls]
         invalid = len(message.invalid_tool_calls)
     except Exception as exc:  # a refused request (too long for the window) scores as a wrong answer
@@ -156,21 +161,12 @@ async def ask(model: Any, question: dict[str, Any], max_tokens: int, grammar: bo
     }
 
 
-def _limit(max_tokens: int, grammar: bool) -> dict[str, Any]:
-    """The reply limit, window and grammar, for a ``prompted_turn`` that takes them (older code did not)."""
-    takes = prompted.prompted_turn.__code__.co_varnames
-    limits: dict[str, Any] = {"max_tokens": max_tokens, "window": WINDOW} if "max_tokens" in takes else {}
-    return limits | ({"grammar": grammar} if "grammar" in takes else {})
-
-
 async def run(options: argparse.Namespace) -> None:
     """Ask every sampled question of every category, print the table, write the replies."""
     server = ensure_local_model_server()
     os.environ["OPENAI_BASE_URL"] = server.base_url
     os.environ.setdefault("OPENAI_API_KEY", "local")
     model = chat_model(server.model_name)
-    if "max_tokens" not in prompted.prompted_turn.__code__.co_varnames:
-        model = model.bind(max_tokens=options.max_tokens)  # the old path had no limit: keep runs bounded
     out = Path(options.out or data_home() / "bfcl" / f"replies-{options.label}.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -24,6 +24,7 @@ state write whose config carries a server's authenticated user. Only Studio's fo
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -38,6 +39,13 @@ from workspace_agent.checkpoints.turn_lock import TurnLock, turn_lock_for
 FORK_KEY = "workspace_agent_fork_of"
 #: The configurable key under which a server (``langgraph dev``, Aegra) passes the authenticated user.
 SERVED_USER = "langgraph_auth_user"
+
+
+#: What a served client is told when it writes thread state (here, and by the dev server's auth handler).
+STATE_WRITE_REFUSED = (
+    "thread state is written by the graph only; answer an approval with Command(resume=...), "
+    "or fork from a checkpoint"
+)
 
 
 class StateWriteRefused(PermissionError):
@@ -82,10 +90,7 @@ def _refuse_served_writes(config: RunnableConfig | None, supersteps: Sequence[Se
         for update in step:
             values, as_node = [*update, None, None][:2]
             if values is not None or as_node != "__copy__":
-                raise StateWriteRefused(
-                    "thread state is written by the graph only; answer an approval with "
-                    "Command(resume=...), or fork from a checkpoint"
-                )
+                raise StateWriteRefused(STATE_WRITE_REFUSED)
 
 
 class ForkingGraph(CompiledStateGraph):
@@ -99,21 +104,20 @@ class ForkingGraph(CompiledStateGraph):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """Stream a run; a resume at a checkpoint the thread has moved past runs on a copy of it."""
-        if self.turn_lock is None:
-            async for chunk in self._astream(input, config, **kwargs):
-                yield chunk
-            return
-        with self.turn_lock.held(merge_configs(self.config, config)):
+        with self._turn(config):
             async for chunk in self._astream(input, config, **kwargs):
                 yield chunk
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
         """The synchronous twin of ``astream``."""
+        with self._turn(config):
+            yield from self._stream(input, config, **kwargs)
+
+    def _turn(self, config: RunnableConfig | None) -> AbstractContextManager[None]:
+        """The thread's turn lock for this run, or nothing when a server's multitask strategy decides."""
         if self.turn_lock is None:
-            yield from self._stream(input, config, **kwargs)
-            return
-        with self.turn_lock.held(merge_configs(self.config, config)):
-            yield from self._stream(input, config, **kwargs)
+            return nullcontext()
+        return self.turn_lock.held(merge_configs(self.config, config))
 
     async def _astream(self, input: Any, config: RunnableConfig | None, **kwargs: Any) -> AsyncIterator[Any]:
         fork = None

@@ -51,12 +51,16 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         model = services.bind_tools(model, tools)
     how = "natively"
     if prompted:
-        grammar = services.call_grammar()
         turn = await prompted_turn(
-            model, request, tools, max_tokens=ctx.reply_reserve, window=ctx.window, grammar=grammar
+            model,
+            request,
+            tools,
+            max_tokens=ctx.reply_reserve,
+            window=ctx.window,
+            grammar=services.call_grammar(),
         )
-        constrained = grammar and bool(turn.offered) and not turn.grammar_refused
-        how = "in JSON text (prompted tool calling" + (", under the call grammar)" if constrained else ")")
+        under = ", under the call grammar" if turn.constrained else ""
+        how = f"in JSON text (prompted tool calling{under})"
         response = turn.message
         if turn.left_out:
             why = (

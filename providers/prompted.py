@@ -10,7 +10,7 @@ digest far better than raw tool messages they were never trained on.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -41,6 +41,7 @@ class PromptedTurn:
     retried: bool = False
     grammar_refused: str | None = None
     repeats: int = 0
+    constrained: bool = False  # the reply was written under the call grammar
 
 
 async def prompted_turn(
@@ -88,9 +89,15 @@ async def prompted_turn(
         options.pop("extra_body")
         refused = " ".join(str(exc).split())[:300]
         response = await _ask(model, options, prompt)
-    names = [t.name for t in offered]
+    turn = PromptedTurn(
+        response,
+        [t.name for t in offered],
+        left_out,
+        grammar_refused=refused,
+        constrained="extra_body" in options,
+    )
     if response.response_metadata.get("finish_reason") == "length":
-        return PromptedTurn(response, names, left_out, grammar_refused=refused)
+        return turn
     text = message_text(response)
     calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
     if calls or invalid:
@@ -99,11 +106,10 @@ async def prompted_turn(
         message = AIMessage(
             "", tool_calls=calls, invalid_tool_calls=invalid, id=response.id, response_metadata=meta
         )
-        return PromptedTurn(message, names, left_out, grammar_refused=refused, repeats=repeats)
+        return replace(turn, message=message, repeats=repeats)
     if names_a_tool(text):
-        plain = await model.ainvoke(request)
-        return PromptedTurn(plain, names, left_out, retried=True, grammar_refused=refused)
-    return PromptedTurn(response, names, left_out, grammar_refused=refused)
+        return replace(turn, message=await model.ainvoke(request), retried=True)
+    return turn
 
 
 def _once_each(calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:

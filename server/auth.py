@@ -33,6 +33,7 @@ from uuid import UUID, uuid5
 from langgraph_sdk import Auth
 
 from workspace_agent.graphs.context import ContextError
+from workspace_agent.graphs.forks import STATE_WRITE_REFUSED
 from workspace_agent.server.policy import (
     PolicyError,
     check_assistant_context,
@@ -190,10 +191,7 @@ async def on_thread_update(ctx: Ctx, value: dict[str, Any]) -> Filter:
     A state written ``as_node="approve"`` would put calls in ``approved`` that no person approved.
     """
     if set(value) <= {"thread_id"}:
-        raise Auth.exceptions.HTTPException(
-            status_code=403,
-            detail="thread state is written by the graph only; answer an approval with Command(resume=...)",
-        )
+        raise Auth.exceptions.HTTPException(status_code=403, detail=STATE_WRITE_REFUSED)
     if _is_service(ctx):
         _service_only(None, "changing threads")
     owner = _owner(ctx)
