@@ -72,6 +72,13 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         if turn.grammar_refused:
             why = f"the endpoint refused the call grammar; free text was read: {turn.grammar_refused}"
             decisions.append(decision("C1", "code", "grammar refused", why))
+        if turn.reopenings:
+            chances = ", ".join(f"{p:.2f}" for p in turn.reopenings)
+            why = (
+                f"the model closed its list of calls while giving another call a chance of {chances}: the "
+                f"list was reopened {len(turn.reopenings)} time(s) for it to go on"
+            )
+            decisions.append(decision("C1", "code", "list reopened", why))
         if turn.repeats:
             why = f"the reply repeated a call with the same arguments {turn.repeats} time(s); it runs once"
             decisions.append(decision("C1", "code", "repeats dropped", why))

@@ -131,12 +131,14 @@ class _Grammar:
         return self.rule(f"{hint}-obj", f'"{{" ws {body} ws "}}"')
 
 
-def call_grammar(tools: list[BaseTool], schemas: dict[str, dict[str, Any]]) -> str:
+def call_grammar(tools: list[BaseTool], schemas: dict[str, dict[str, Any]], *, reopened: bool = False) -> str:
     """The GBNF grammar for a reply to a prompted call: plain text, or calls of these tools.
 
     Args:
         tools: The tools offered in the catalog.
         schemas: Each tool's arguments as JSON schema, by tool name.
+        reopened: The reply goes on from a list reopened after its last call and a comma
+            (``providers.more_calls``): the next call, any further ones, and the list's close.
 
     Returns:
         The grammar text, rule ``root`` first.
@@ -157,7 +159,9 @@ def call_grammar(tools: list[BaseTool], schemas: dict[str, dict[str, Any]]) -> s
         body = f'"{{" ws {keys} ws "}}"'
         calls.append(grammar.rule(f"call-{tool.name}", body))
     head = [
-        'root ::= calls | "```json" ws calls ws "```" | text',
+        'root ::= ws call ( ws "," ws call ){0,14} ws "]" ( ws "```" )?'
+        if reopened
+        else 'root ::= calls | "```json" ws calls ws "```" | text',
         'calls ::= "[" ws call ( ws "," ws call ){0,15} ws "]" | call',
         "call ::= " + (" | ".join(calls) if calls else "object"),
     ]

@@ -19,11 +19,14 @@ from langchain_core.tools import BaseTool
 from workspace_agent.providers.call_grammar import call_grammar
 from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
 from workspace_agent.providers.catalog import coerce, fit_tools, schema_of, with_catalog
-from workspace_agent.providers.tokens import count_messages, message_text
+from workspace_agent.providers.more_calls import CONTINUE_AT, MAX_REOPENINGS, more_probability, reopened
+from workspace_agent.providers.tokens import count, count_messages, message_text
 
 __all__ = ["PromptedTurn", "digest", "names_a_tool", "parse_tool_calls", "prompted_turn"]
 
 FRAME = 8  # the catalog is joined to the system prompt; a little slack for the count's approximation
+TOP_LOGPROBS = 10  # alternatives per token asked for under the grammar, to see a list closed too early
+MIN_ROOM = 48  # reply tokens a reopened list needs at least: about one more call
 
 
 def parse_tool_calls(text: str, names: set[str]) -> list[dict[str, Any]]:
@@ -42,6 +45,7 @@ class PromptedTurn:
     grammar_refused: str | None = None
     repeats: int = 0
     constrained: bool = False  # the reply was written under the call grammar
+    reopenings: list[float] = field(default_factory=list)  # the chance of another call at each reopened close
 
 
 async def prompted_turn(
@@ -63,7 +67,9 @@ async def prompted_turn(
         window: The model's window: what the request and ``max_tokens`` leave of it is the catalog's room;
             when the whole catalog needs more, the tools most relevant to the user's message are kept.
         grammar: Send a llama.cpp grammar (``call_grammar``) with the request, so the reply is plain text or
-            well-formed calls of the offered tools; only for an endpoint that takes one.
+            well-formed calls of the offered tools; only for an endpoint that takes one. The tokens'
+            probabilities are asked for too, and a list the model closed while giving another call at least
+            ``CONTINUE_AT`` is reopened for it (``providers.more_calls``).
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -76,6 +82,7 @@ async def prompted_turn(
     schemas = {t.name: schema_of(t) for t in offered}
     options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
     if grammar and offered:
+        options.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         options["extra_body"] = {"grammar": call_grammar(offered, schemas)}
     prompt = with_catalog(request, offered)
     refused = None
@@ -86,7 +93,8 @@ async def prompted_turn(
             raise
         # The endpoint refused the grammar (a schema it cannot compile, a server that takes none): the
         # reply is then read as free text, as it is for any endpoint without one.
-        options.pop("extra_body")
+        for key in ("extra_body", "logprobs", "top_logprobs"):
+            options.pop(key, None)
         refused = " ".join(str(exc).split())[:300]
         response = await _ask(model, options, prompt)
     turn = PromptedTurn(
@@ -99,6 +107,10 @@ async def prompted_turn(
     if response.response_metadata.get("finish_reason") == "length":
         return turn
     text = message_text(response)
+    if turn.constrained:
+        text, turn.reopenings = await _reopen(
+            model, options, prompt, response, call_grammar(offered, schemas, reopened=True)
+        )
     calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
     if calls or invalid:
         calls, repeats = _once_each([{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls])
@@ -110,6 +122,35 @@ async def prompted_turn(
     if names_a_tool(text):
         return replace(turn, message=await model.ainvoke(request), retried=True)
     return turn
+
+
+async def _reopen(
+    model: Any, options: dict[str, Any], prompt: list[BaseMessage], response: AIMessage, grammar: str
+) -> tuple[str, list[float]]:
+    """The reply's text, its list of calls reopened while the model gave another call ``CONTINUE_AT``.
+
+    The model is given its reply up to the last call and a comma as the start of its answer, and writes on
+    under ``grammar`` (the next calls and the close). A continuation cut off by the token limit is dropped.
+    Returns the text and the chance of another call at each close that was reopened.
+    """
+    text, prefix, reply, chances = message_text(response), "", response, []
+    limit = options.get("max_tokens")
+    while len(chances) < MAX_REOPENINGS:
+        tokens = (reply.response_metadata.get("logprobs") or {}).get("content") or []
+        more = more_probability(tokens, prefix)
+        head = reopened(text)
+        room = limit - count(head or "") if limit else None
+        if more is None or more < CONTINUE_AT or head is None or (room is not None and room < MIN_ROOM):
+            break
+        asked = {**options, "extra_body": {"grammar": grammar}, **({"max_tokens": room} if room else {})}
+        reply = await _ask(model, asked, [*prompt, AIMessage(head)])
+        if reply.response_metadata.get("finish_reason") == "length":
+            break
+        written = message_text(reply)
+        text = written if written.startswith(head) else head + written  # llama.cpp answers with the head
+        prefix = head
+        chances.append(more)
+    return text, chances
 
 
 def _once_each(calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:

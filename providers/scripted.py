@@ -81,8 +81,9 @@ class ScriptedLLM:
     """An OpenAI-compatible server on loopback whose replies come from a script.
 
     Replies are taken from ``script`` in order; when it is empty, ``rule`` decides from the request. A reply
-    may carry ``delay`` (seconds before answering; a long one is a hung model), ``status`` (an HTTP error
-    code to fail with) and ``fault`` (``garbage`` or ``empty_choices``: a broken endpoint).
+    may carry ``delay`` (seconds before answering; a long one is a hung model), ``logprobs`` (the tokens
+    with their alternatives, as a non-streamed reply gives them), ``status`` (an HTTP error code to fail
+    with) and ``fault`` (``garbage`` or ``empty_choices``: a broken endpoint).
     """
 
     script: list[Reply] = field(default_factory=list)
@@ -155,7 +156,14 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": reply.get("finish_reason", "stop")}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": reply.get("finish_reason", "stop"),
+                "logprobs": {"content": reply["logprobs"]} if reply.get("logprobs") else None,
+            }
+        ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
 

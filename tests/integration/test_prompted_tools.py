@@ -170,3 +170,64 @@ async def test_a_call_repeated_with_the_same_arguments_runs_once_and_the_drop_is
     assert [c["args"]["expression"] for c in ran] == ["133+34", "2*3"]
     [record] = [d for d in decisions_of(out, "C1") if d["outcome"] == "repeats dropped"]
     assert "2 time(s)" in record["why"]
+
+
+def closing_tokens(text: str, more: float) -> list[dict]:
+    """``text`` as tokens whose last one closes the list, giving a comma instead the chance ``more``."""
+    import math
+
+    pieces = [{"token": text[:-1], "logprob": 0.0, "top_logprobs": []}]
+    top = [{"token": "]", "logprob": math.log(1 - more)}, {"token": ",", "logprob": math.log(more)}]
+    return [*pieces, {"token": "]", "logprob": top[0]["logprob"], "top_logprobs": top}]
+
+
+async def test_a_list_closed_while_another_call_was_likely_is_reopened_and_both_calls_run(
+    llm, saver, workspace, thread, monkeypatch
+):
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver)
+    first = '[{"name": "calculate", "arguments": {"expression": "6*7"}}]'
+    head = first[:-1] + ","
+    went_on = head + ' {"name": "calculate", "arguments": {"expression": "2+3"}}]'
+    llm.push(
+        {**text_reply(first), "logprobs": closing_tokens(first, 0.2)},
+        {**text_reply(went_on), "logprobs": closing_tokens(went_on[len(head) :], 0.001)},
+        text_reply("42 and 5"),
+    )
+    context = Context(workspace=workspace, native_tool_calling=False)
+    out = await graph.ainvoke(user_message("@agent what are 6*7 and 2+3?"), thread, context=context)
+    asked, reopened, answered = llm.requests
+    assert asked["logprobs"] is True and asked["top_logprobs"] > 1
+    assert reopened["messages"][-1] == {"role": "assistant", "content": head}, "it goes on from its own list"
+    assert reopened["grammar"].startswith('root ::= ws call ( ws "," ws call )')
+    assert reopened["messages"][:-1] == asked["messages"]
+    ran = [c["args"]["expression"] for m in out["messages"] if m.type == "ai" for c in m.tool_calls]
+    assert ran == ["6*7", "2+3"]
+    assert 'calculate({"expression": "2+3"}) returned: 5' in answered["messages"][-1]["content"]
+    [record] = [d for d in decisions_of(out, "C1") if d["outcome"] == "list reopened"]
+    assert "0.20" in record["why"] and "1 time(s)" in record["why"]
+
+
+async def test_a_list_closed_without_doubt_or_a_reopening_cut_off_keeps_the_calls_written(
+    llm, saver, workspace, thread, monkeypatch
+):
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver)
+    context = Context(workspace=workspace, native_tool_calling=False)
+    first = '[{"name": "calculate", "arguments": {"expression": "6*7"}}]'
+    llm.push({**text_reply(first), "logprobs": closing_tokens(first, 0.003)}, text_reply("42"))
+    out = await graph.ainvoke(user_message("@agent what is 6*7?"), thread, context=context)
+    assert len(llm.requests) == 2 and out["messages"][-1].content == "42", "no reopening below the bar"
+    assert not [d for d in decisions_of(out, "C1") if d["outcome"] == "list reopened"]
+
+    llm.reset()
+    runaway = first[:-1] + ', {"name": "calculate", "arguments": {"expression": "6*7'
+    llm.push(
+        {**text_reply(first), "logprobs": closing_tokens(first, 0.5)},
+        text_reply(runaway, finish_reason="length"),
+        text_reply("42"),
+    )
+    out = await graph.ainvoke(user_message("@agent and 6*7 again?"), thread, context=context)
+    ran = [c["args"]["expression"] for c in out["messages"][-3].tool_calls]
+    assert len(llm.requests) == 3 and ran == ["6*7"], "a continuation cut off adds nothing"
+    assert out["stop_reason"] == "answered"
