@@ -7,8 +7,9 @@ tools with a JSON-schema dict, as MCP tools are; the project's own prompted path
 The baseline is the whole run's figure per category: accuracy, calls produced against calls expected, and
 seconds per question. Every raw reply is written to a JSONL file for reading.
 
-Run: ``python bench/bfcl.py --categories live_simple,live_parallel --sample 20`` (needs the ``local``
-extra). The sample is deterministic (seeded), so two runs of the same options ask the same questions.
+Run: ``python bench/bfcl.py --categories live_simple,live_parallel --sample 20`` (needs the ``local`` extra);
+``--grammar off`` and ``--reopen off`` measure the path without the call grammar or without reopening.
+The sample is deterministic (seeded), so two runs of the same options ask the same questions.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import random
 import subprocess
@@ -249,11 +251,19 @@ def main() -> None:
         default="on" if model_settings().call_grammar else "off",
         help="send the llama.cpp call grammar (default: as the model settings say, on for the local model)",
     )
+    parser.add_argument(
+        "--reopen",
+        choices=["on", "off"],
+        default="on",
+        help="reopen a list closed while the model gave another call a chance (providers.more_calls)",
+    )
     parser.add_argument("--label", default="run", help="names the replies file")
     parser.add_argument("--out", default=None, help="replies file (JSONL)")
     parser.add_argument("--verbose", action="store_true", help="one line per question")
     parser.add_argument("--rescore", default=None, help="re-read an earlier run's replies file instead")
     options = parser.parse_args()
+    if options.reopen == "off":
+        prompted.CONTINUE_AT = math.inf  # no close is doubtful enough: the list is read as written
     if options.rescore:
         rescore(Path(options.rescore))
     else:
