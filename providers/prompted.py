@@ -2,7 +2,8 @@
 
 The tools are described in the system prompt (``catalog``) and the model answers with JSON naming them; where
 the endpoint takes one, a grammar (``call_grammar``) keeps that JSON well-formed. Every call of the reply is
-read (``call_parsing``); anything that names no known tool is an ordinary answer.
+read (``call_parsing``); anything that names no known tool is an ordinary answer. Under the grammar, a list
+the model closed while giving another call a real chance is reopened for it (``more_calls``).
 After a round of calls the model answers from a plain-text digest of the results: small models follow a
 digest far better than raw tool messages they were never trained on.
 """
@@ -97,20 +98,23 @@ async def prompted_turn(
             options.pop(key, None)
         refused = " ".join(str(exc).split())[:300]
         response = await _ask(model, options, prompt)
+    text = message_text(response)
+    reopenings: list[float] = []
+    if "extra_body" in options:
+        text, reopenings = await _reopen(model, options, prompt, response, (offered, schemas))
+        # the tokens' probabilities were asked for this decision only; the thread does not keep them
+        meta = {k: v for k, v in response.response_metadata.items() if k != "logprobs"}
+        response = response.model_copy(update={"response_metadata": meta})
     turn = PromptedTurn(
         response,
         [t.name for t in offered],
         left_out,
         grammar_refused=refused,
         constrained="extra_body" in options,
+        reopenings=reopenings,
     )
     if response.response_metadata.get("finish_reason") == "length":
         return turn
-    text = message_text(response)
-    if turn.constrained:
-        text, turn.reopenings = await _reopen(
-            model, options, prompt, response, call_grammar(offered, schemas, reopened=True)
-        )
     calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
     if calls or invalid:
         calls, repeats = _once_each([{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls])
@@ -125,23 +129,29 @@ async def prompted_turn(
 
 
 async def _reopen(
-    model: Any, options: dict[str, Any], prompt: list[BaseMessage], response: AIMessage, grammar: str
+    model: Any,
+    options: dict[str, Any],
+    prompt: list[BaseMessage],
+    response: AIMessage,
+    offered: tuple[list[BaseTool], dict[str, dict[str, Any]]],
 ) -> tuple[str, list[float]]:
     """The reply's text, its list of calls reopened while the model gave another call ``CONTINUE_AT``.
 
     The model is given its reply up to the last call and a comma as the start of its answer, and writes on
-    under ``grammar`` (the next calls and the close). A continuation cut off by the token limit is dropped.
-    Returns the text and the chance of another call at each close that was reopened.
+    under the grammar of the rest of a list of the ``offered`` tools (the next calls and the close). A
+    continuation cut off by the token limit is dropped. Returns the text and the chance of another call at
+    each close that was reopened.
     """
     text, prefix, reply, chances = message_text(response), "", response, []
     limit = options.get("max_tokens")
-    while len(chances) < MAX_REOPENINGS:
+    while len(chances) < MAX_REOPENINGS and reply.response_metadata.get("finish_reason") != "length":
         tokens = (reply.response_metadata.get("logprobs") or {}).get("content") or []
         more = more_probability(tokens, prefix)
         head = reopened(text)
         room = limit - count(head or "") if limit else None
         if more is None or more < CONTINUE_AT or head is None or (room is not None and room < MIN_ROOM):
             break
+        grammar = call_grammar(*offered, reopened=True)
         asked = {**options, "extra_body": {"grammar": grammar}, **({"max_tokens": room} if room else {})}
         reply = await _ask(model, asked, [*prompt, AIMessage(head)])
         if reply.response_metadata.get("finish_reason") == "length":

@@ -151,19 +151,15 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
             {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": _args(c)}}
             for c in reply["tool_calls"]
         ]
+    choice = {"index": 0, "message": message, "finish_reason": reply.get("finish_reason", "stop")}
+    if reply.get("logprobs"):
+        choice["logprobs"] = {"content": reply["logprobs"]}
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": reply.get("finish_reason", "stop"),
-                "logprobs": {"content": reply["logprobs"]} if reply.get("logprobs") else None,
-            }
-        ],
+        "choices": [choice],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
 

@@ -203,6 +203,7 @@ async def test_a_list_closed_while_another_call_was_likely_is_reopened_and_both_
     assert reopened["messages"][:-1] == asked["messages"]
     ran = [c["args"]["expression"] for m in out["messages"] if m.type == "ai" for c in m.tool_calls]
     assert ran == ["6*7", "2+3"]
+    assert not any(m.response_metadata.get("logprobs") for m in out["messages"]), "not kept in the thread"
     assert 'calculate({"expression": "2+3"}) returned: 5' in answered["messages"][-1]["content"]
     [record] = [d for d in decisions_of(out, "C1") if d["outcome"] == "list reopened"]
     assert "0.20" in record["why"] and "1 time(s)" in record["why"]
