@@ -98,10 +98,9 @@ async def prompted_turn(
             options.pop(key, None)
         refused = " ".join(str(exc).split())[:300]
         response = await _ask(model, options, prompt)
-    text = message_text(response)
-    reopenings: list[float] = []
+    text, reopenings = message_text(response), []
     if "extra_body" in options:
-        text, reopenings = await _reopen(model, options, prompt, response, (offered, schemas))
+        text, reopenings = await _reopen(model, options, prompt, response, offered, schemas)
         # the tokens' probabilities were asked for this decision only; the thread does not keep them
         meta = {k: v for k, v in response.response_metadata.items() if k != "logprobs"}
         response = response.model_copy(update={"response_metadata": meta})
@@ -133,17 +132,18 @@ async def _reopen(
     options: dict[str, Any],
     prompt: list[BaseMessage],
     response: AIMessage,
-    offered: tuple[list[BaseTool], dict[str, dict[str, Any]]],
+    tools: list[BaseTool],
+    schemas: dict[str, dict[str, Any]],
 ) -> tuple[str, list[float]]:
     """The reply's text, its list of calls reopened while the model gave another call ``CONTINUE_AT``.
 
     The model is given its reply up to the last call and a comma as the start of its answer, and writes on
-    under the grammar of the rest of a list of the ``offered`` tools (the next calls and the close). A
+    under the grammar of the rest of a list of these ``tools`` (the next calls and the close). A
     continuation cut off by the token limit is dropped. Returns the text and the chance of another call at
     each close that was reopened.
     """
     text, prefix, reply, chances = message_text(response), "", response, []
-    limit = options.get("max_tokens")
+    limit, grammar = options.get("max_tokens"), None
     while len(chances) < MAX_REOPENINGS and reply.response_metadata.get("finish_reason") != "length":
         tokens = (reply.response_metadata.get("logprobs") or {}).get("content") or []
         more = more_probability(tokens, prefix)
@@ -151,7 +151,7 @@ async def _reopen(
         room = limit - count(head or "") if limit else None
         if more is None or more < CONTINUE_AT or head is None or (room is not None and room < MIN_ROOM):
             break
-        grammar = call_grammar(*offered, reopened=True)
+        grammar = grammar or call_grammar(tools, schemas, reopened=True)
         asked = {**options, "extra_body": {"grammar": grammar}, **({"max_tokens": room} if room else {})}
         reply = await _ask(model, asked, [*prompt, AIMessage(head)])
         if reply.response_metadata.get("finish_reason") == "length":

@@ -14,7 +14,7 @@ from langchain_openai import ChatOpenAI
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.providers.call_grammar import call_grammar
 from workspace_agent.providers.catalog import schema_of
-from workspace_agent.providers.prompted import prompted_turn
+from workspace_agent.providers.prompted import PromptedTurn, prompted_turn
 from workspace_agent.skills.builtin import builtin_tools
 
 pytestmark = [pytest.mark.local_model, pytest.mark.timeout(600)]
@@ -85,15 +85,18 @@ async def test_under_the_grammar_a_call_is_well_formed_and_an_answer_stays_free_
     assert reply.content.strip() and reply.content.lstrip()[0] not in "[{`"
 
 
+async def ask_weather(local_model: ChatOpenAI, question: str) -> PromptedTurn:
+    """One prompted turn on the real model with a weather tool, under the grammar."""
+    weather = json_tool("get_current_weather", WEATHER, "Get the current weather in a location.")
+    asked = [SystemMessage("You are a helpful assistant."), HumanMessage(question)]
+    return await prompted_turn(local_model, asked, [weather], max_tokens=300, window=4096, grammar=True)
+
+
 async def test_a_list_the_model_closed_after_one_of_two_cities_is_reopened_for_the_second(local_model):
     # live_parallel_13-9-0: alone, the model writes Boston only, giving a second call about 0.19 at the close
-    weather = json_tool("get_current_weather", WEATHER, "Get the current weather in a location.")
-    system = SystemMessage("You are a helpful assistant.")
-    asked = [
-        system,
-        HumanMessage("Could you tell me the current weather in Boston, MA and also in San Francisco?"),
-    ]
-    turn = await prompted_turn(local_model, asked, [weather], max_tokens=300, window=4096, grammar=True)
+    turn = await ask_weather(
+        local_model, "Could you tell me the current weather in Boston, MA and also in San Francisco?"
+    )
     places = [c["args"]["location"] for c in turn.message.tool_calls]
     text = turn.message.response_metadata.get("prompted_text")
     assert turn.reopenings and all(p >= 0.02 for p in turn.reopenings), text
@@ -101,8 +104,5 @@ async def test_a_list_the_model_closed_after_one_of_two_cities_is_reopened_for_t
 
 
 async def test_a_single_request_is_not_reopened(local_model):
-    weather = json_tool("get_current_weather", WEATHER, "Get the current weather in a location.")
-    system = SystemMessage("You are a helpful assistant.")
-    asked = [system, HumanMessage("What is the weather like in Paris, France right now?")]
-    turn = await prompted_turn(local_model, asked, [weather], max_tokens=300, window=4096, grammar=True)
+    turn = await ask_weather(local_model, "What is the weather like in Paris, France right now?")
     assert turn.reopenings == [] and len(turn.message.tool_calls) == 1, turn.message.response_metadata

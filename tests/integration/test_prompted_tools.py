@@ -7,7 +7,7 @@ import json
 from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
-from tests.support.helpers import decisions_of, user_message
+from tests.support.helpers import decisions_of, token, user_message
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.providers.scripted import text_reply
@@ -174,11 +174,7 @@ async def test_a_call_repeated_with_the_same_arguments_runs_once_and_the_drop_is
 
 def closing_tokens(text: str, more: float) -> list[dict]:
     """``text`` as tokens whose last one closes the list, giving a comma instead the chance ``more``."""
-    import math
-
-    pieces = [{"token": text[:-1], "logprob": 0.0, "top_logprobs": []}]
-    top = [{"token": "]", "logprob": math.log(1 - more)}, {"token": ",", "logprob": math.log(more)}]
-    return [*pieces, {"token": "]", "logprob": top[0]["logprob"], "top_logprobs": top}]
+    return [token(text[:-1]), token("]", ("]", 1 - more), (",", more))]
 
 
 async def test_a_list_closed_while_another_call_was_likely_is_reopened_and_both_calls_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import socket
 from typing import Any
 
@@ -13,6 +14,12 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def token(text: str, *alternatives: tuple[str, float]) -> dict[str, Any]:
+    """A reply token as ``logprobs.content`` has it: its text, and alternatives with their probabilities."""
+    top = [{"token": t, "logprob": math.log(p)} for t, p in alternatives]
+    return {"token": text, "logprob": top[0]["logprob"] if top else 0.0, "top_logprobs": top}
 
 
 def roles(request: dict[str, Any]) -> list[str]:

@@ -6,23 +6,16 @@ the list's close are often one token (``"}}]``), and the alternatives are other 
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
+from tests.support.helpers import token
 from workspace_agent.providers.more_calls import closes, more_probability, reopened
 
 CALL = '{"name": "get_weather", "arguments": {"location": "Boston, MA"}}'
 
 
-def tok(text: str, *alternatives: tuple[str, float]) -> dict:
-    """A token as ``logprobs.content`` has it: chosen text, and alternatives with their probabilities."""
-    top = [{"token": t, "logprob": math.log(p)} for t, p in alternatives]
-    return {"token": text, "logprob": top[0]["logprob"] if top else 0.0, "top_logprobs": top}
-
-
 def tokens_of(*pieces: str) -> list[dict]:
-    return [tok(p, (p, 1.0)) for p in pieces]
+    return [token(p, (p, 1.0)) for p in pieces]
 
 
 def test_closes_notes_what_follows_each_call_of_the_top_level_list_only():
@@ -42,19 +35,19 @@ def test_a_bare_call_a_second_list_or_free_text_closes_no_list():
 def test_the_chance_of_another_call_is_read_at_the_token_that_closed_the_list():
     head = tokens_of("[", '{"', "name", '": "', "get_weather", '", "', "arguments", '": {"', "location")
     head += tokens_of('": "', "Boston", ", MA", '"}}')  # the call is closed, the list is not yet
-    closing = tok("]", ("]", 0.80), (",", 0.15), (",\n", 0.03), ("]\n", 0.02))
+    closing = token("]", ("]", 0.80), (",", 0.15), (",\n", 0.03), ("]\n", 0.02))
     assert more_probability([*head, closing]) == pytest.approx(0.18)
 
 
 def test_a_merged_closing_token_is_weighed_against_merged_alternatives():
     head = tokens_of("[", '{"', "name", '": "', "f", '", "', "arguments", '": {"', "a", '": 1')
-    closing = tok("}}]", ("}}]", 0.70), ("}},", 0.20), ("}}", 0.06), ("}},\n", 0.04))
+    closing = token("}}]", ("}}]", 0.70), ("}},", 0.20), ("}}", 0.06), ("}},\n", 0.04))
     # "}}" alone decides nothing yet, so it counts for neither side
     assert more_probability([*head, closing]) == pytest.approx(0.24)
 
 
 def test_a_list_closed_without_a_doubt_and_a_list_never_closed():
-    done = [*tokens_of("[", CALL), tok("]", ("]", 0.999), ("]\n", 0.001))]
+    done = [*tokens_of("[", CALL), token("]", ("]", 0.999), ("]\n", 0.001))]
     assert more_probability(done) == 0.0
     assert more_probability(tokens_of("[", CALL, ",", CALL)) is None, "cut off before its close"
     assert more_probability(tokens_of("The weather is fine.")) is None
@@ -62,9 +55,9 @@ def test_a_list_closed_without_a_doubt_and_a_list_never_closed():
 
 def test_the_last_close_counts_and_a_reopened_reply_is_read_after_its_head():
     head = f"[{CALL},"
-    written = [*tokens_of(" ", CALL), tok("]", ("]", 0.6), (",", 0.4))]
+    written = [*tokens_of(" ", CALL), token("]", ("]", 0.6), (",", 0.4))]
     assert more_probability(written, prefix=head) == pytest.approx(0.4)
-    both = [*tokens_of("[", CALL), tok(",", (",", 0.9), ("]", 0.1)), *tokens_of(CALL, "]")]
+    both = [*tokens_of("[", CALL), token(",", (",", 0.9), ("]", 0.1)), *tokens_of(CALL, "]")]
     assert more_probability(both) == 0.0, "the first close continued; the last one decides"
 
 
