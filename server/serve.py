@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import ctypes
 import os
+import re
 import shutil
 import signal
 import socket
@@ -44,6 +45,7 @@ from workspace_agent.server.pools import PoolPlan, plan_pools
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _say(text: str) -> None:
@@ -129,7 +131,8 @@ class Instance:
         while time.monotonic() < deadline:
             assert self.proc is not None
             if self.proc.poll() is not None:
-                raise RuntimeError(f"instance {self.index} exited with {self.proc.returncode}")
+                code = self.proc.returncode
+                raise RuntimeError(f"instance {self.index} exited with {code}{self._last_error()}")
             try:
                 if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
                     return
@@ -137,6 +140,14 @@ class Instance:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"instance {self.index} not healthy after {START_TIMEOUT:.0f} s")
+
+    def _last_error(self) -> str:
+        """The last line the instance logged, so a failed start says why (a busy port, say)."""
+        if self.log_dir is None:
+            return ""  # its output went to the launcher's own, just above
+        log = self.log_dir / f"instance-{self.index}.log"
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        return ": " + ANSI.sub("", lines[-1]) if lines else ""
 
     def stop(self) -> None:
         """SIGTERM (Aegra drains its jobs), then SIGKILL after the grace period."""

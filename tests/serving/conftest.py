@@ -12,12 +12,12 @@ import re
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.helpers import free_port
 from workspace_agent.providers.scripted import last_user_text, text_reply, tool_reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,8 +68,7 @@ class Served:
         self.proc: subprocess.Popen | None = None
         self.urls: list[str] = []
 
-    def start(self, timeout: float = 150) -> Served:
-        """Start and wait for the launcher's ``ready:`` line."""
+    def _spawn(self) -> None:
         with self.out.open("a") as out:
             self.proc = subprocess.Popen(
                 [str(self.python), "-m", "workspace_agent.server.serve"],
@@ -78,6 +77,10 @@ class Served:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
+
+    def start(self, timeout: float = 150) -> Served:
+        """Start and wait for the launcher's ``ready:`` line."""
+        self._spawn()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             ready = re.findall(r"^ready: (.+)$", self.out.read_text(), re.M)
@@ -89,6 +92,16 @@ class Served:
             time.sleep(0.2)
         self.stop()
         pytest.fail(f"make serve did not come up:\n{self.logs()}")
+
+    def run_to_failure(self, timeout: float = 150) -> tuple[int, str]:
+        """Run a launcher expected not to come up: its exit code and what it printed."""
+        self._spawn()
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            pytest.fail(f"the launcher kept running:\n{self.logs()}")
+        return code, self.out.read_text()
 
     def stop(self) -> None:
         """SIGTERM, as Ctrl-C would; the launcher stops its instances and Redis."""
@@ -120,6 +133,7 @@ def _launch(
     tmp: pytest.TempPathFactory,
     instances: int,
     port: int | None = None,
+    ready: bool = True,
     **env: str,
 ) -> Served:
     log_dir = tmp.mktemp("serve")
@@ -133,19 +147,23 @@ def _launch(
         "MEMORY_EXTRACTION_INTERVAL": "off",
         "LOG_LEVEL": "WARNING",
     }
-    return Served(python, log_dir, base | env, instances, port or _free_ports(instances)).start()
+    served = Served(python, log_dir, base | env, instances, port or free_port(instances))
+    return served.start() if ready else served
 
 
 @pytest.fixture
 def serve(
     serving_env: Path, database_url: str, llm_server, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[..., Served]]:
-    """Start launchers: ``serve(instances=1, port=None, **env)``; all are stopped at the end of the test."""
+    """Start launchers: ``serve(instances=1, port=None, ready=True, **env)``; all are stopped at the end.
+
+    With ``ready=False`` the launcher is only prepared, for a test that expects it to fail.
+    """
     started: list[Served] = []
 
-    def start(instances: int = 1, port: int | None = None, **env: str) -> Served:
+    def start(instances: int = 1, port: int | None = None, ready: bool = True, **env: str) -> Served:
         started.append(
-            _launch(serving_env, database_url, llm_server, tmp_path_factory, instances, port, **env)
+            _launch(serving_env, database_url, llm_server, tmp_path_factory, instances, port, ready, **env)
         )
         return started[-1]
 
@@ -160,22 +178,6 @@ def served_url(serving_env: Path, database_url: str, llm_server, tmp_path_factor
     served = _launch(serving_env, database_url, llm_server, tmp_path_factory, 1)
     yield served.urls[0]
     served.stop()
-
-
-def _free_ports(n: int) -> int:
-    """The first of ``n`` consecutive free loopback ports."""
-    import socket
-
-    for _ in range(50):
-        first = 20000 + uuid.uuid4().int % 30000
-        try:
-            for port in range(first, first + n):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-    raise RuntimeError("no free ports")
 
 
 def approval_rule(request: dict) -> dict:

@@ -7,18 +7,15 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import time
 
 import pytest
 from langgraph_sdk import get_client
 
+from tests.serving.conftest import FAST_LEASES
+from tests.support.helpers import free_port
 from workspace_agent.checkpoints.db import connection
-
-FAST_LEASES = {
-    "LEASE_DURATION_SECONDS": "9",
-    "HEARTBEAT_INTERVAL_SECONDS": "3",
-    "REAPER_INTERVAL_SECONDS": "3",
-}
 
 
 def turn(text: str) -> dict:
@@ -156,3 +153,17 @@ async def test_a_burst_of_turns_with_approvals_loses_nothing(pair, database_url,
         (t, f"note n{i}") for i, t in enumerate(threads)
     )
     assert sorted(note["text"] for note in notes) == sorted(f"note n{i}" for i in range(n))
+
+
+def test_a_busy_port_stops_the_launcher_with_the_reason_and_nothing_left_running(serve):
+    port = free_port(2)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port + 1))
+        squatter.listen()
+        served = serve(instances=2, port=port, ready=False)
+        code, out = served.run_to_failure()
+    assert code == 1
+    assert re.search(r"error: instance 1 exited with \d+: .*address already in use", out), out
+    assert "ready:" not in out
+    with socket.socket() as s:  # instance 0 was stopped with the launcher: its port is free again
+        s.bind(("127.0.0.1", port))

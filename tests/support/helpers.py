@@ -3,17 +3,40 @@
 from __future__ import annotations
 
 import math
+import random
 import socket
+from pathlib import Path
 from typing import Any
 
 from workspace_agent.providers.scripted import tool_reply
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _ephemeral_low() -> int:
+    """The first port the kernel hands out on its own (outgoing connections, ``bind(0)``)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port(count: int = 1) -> int:
+    """The first of ``count`` consecutive loopback ports nothing is bound to right now.
+
+    They are drawn below the kernel's ephemeral range: a port taken from that range is free when checked
+    but may be given to an outgoing connection (to PostgreSQL, Redis, the model) before the server that
+    was meant to take it binds it, which is how a served instance once failed to start in CI.
+    """
+    low, high = 10000, _ephemeral_low() - count
+    for _ in range(100):
+        first = random.randrange(low, high)
+        try:
+            for port in range(first, first + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return first
+    raise RuntimeError(f"no {count} free consecutive loopback ports in {low}-{high}")
 
 
 def token(text: str, *alternatives: tuple[str, float]) -> dict[str, Any]:
