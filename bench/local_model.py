@@ -1,6 +1,6 @@
 """How fast are the offline providers on this machine? Cold start, first token, tokens/s, sentences/s.
 
-Run as ``python bench/local_model.py`` (``--skip-assembly`` to skip the half-gigabyte fresh assembly,
+Run as ``python bench/local_model.py`` (``--skip-assembly`` to skip the gigabyte's fresh assembly,
 ``--runs N`` for more samples). Each figure is printed with a baseline measured in the same run, because
 absolute numbers on shared 2-core machines move with whatever else is running:
 

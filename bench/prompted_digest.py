@@ -1,4 +1,4 @@
-"""Prompted tool calling on the local 0.5B model: answers from a digest against raw tool messages.
+"""Prompted tool calling on the local model: answers from a digest against raw tool messages.
 
 For questions whose right answer is known, the model picks a tool through the prompted path, the tool runs,
 and the model answers twice: once from the digest (what ``call_model`` does) and once from the raw tool

@@ -104,7 +104,7 @@ def model_settings() -> ModelSettings:
             max_retries=retries,
             call_grammar=_env_bool("CALL_GRAMMAR", False),
         )
-    from workspace_agent.providers.model_file import DEFAULT_MODEL_NAME, MODEL_PATH_ENV
+    from workspace_agent.providers.model_file import MODEL_PATH_ENV, pinned_model
     from workspace_agent.providers.model_server import context_size
 
     custom = os.environ.get(MODEL_PATH_ENV)
@@ -112,7 +112,7 @@ def model_settings() -> ModelSettings:
         kind="local",
         base_url=None,
         api_key="local",
-        model=Path(custom).stem if custom else DEFAULT_MODEL_NAME,
+        model=Path(custom).stem if custom else pinned_model().name,
         native_tool_calling=_env_bool("NATIVE_TOOL_CALLING", False),
         context_window=int(window) if window else context_size(),
         timeout=timeout,

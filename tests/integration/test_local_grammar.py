@@ -1,10 +1,13 @@
 """The call grammar on the embedded model's real llama.cpp server (opt-in marker ``local_model``).
 
 llama.cpp refuses a grammar it cannot parse with HTTP 400, so sending one is the proof that the text the
-project writes is valid GBNF; the replies show what it does to a real 0.5B model's output.
+project writes is valid GBNF; the replies show what it does to the real default model's output. Reopening a
+list closed in doubt is shown on the smaller 0.5B pin, the model that closes lists in doubt.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -55,6 +58,17 @@ def local_model() -> ChatOpenAI:
     return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0)
 
 
+@pytest.fixture(scope="module")
+def small_model() -> Iterator[ChatOpenAI]:
+    """The 0.5B pin (``LOCAL_MODEL=0.5b``) in a server of its own, beside the default one."""
+    from workspace_agent.providers.local_model import PINS, LocalModelServer, ensure_model_file
+
+    server = LocalModelServer(ensure_model_file(pin=PINS["0.5b"])).start()
+    assert server.model_name == PINS["0.5b"].name
+    yield ChatOpenAI(**server.chat_openai_kwargs(), temperature=0)
+    server.stop()
+
+
 async def test_llama_cpp_accepts_the_grammar_of_every_kind_of_tool(local_model):
     tools = [
         *builtin_tools("ws", "default", MemoryRecords()),
@@ -92,17 +106,30 @@ async def ask_weather(local_model: ChatOpenAI, question: str) -> PromptedTurn:
     return await prompted_turn(local_model, asked, [weather], max_tokens=300, window=4096, grammar=True)
 
 
-async def test_a_list_the_model_closed_after_one_of_two_cities_is_reopened_for_the_second(local_model):
-    # live_parallel_13-9-0: alone, the model writes Boston only, giving a second call about 0.19 at the close
-    turn = await ask_weather(
-        local_model, "Could you tell me the current weather in Boston, MA and also in San Francisco?"
-    )
-    places = [c["args"]["location"] for c in turn.message.tool_calls]
-    text = turn.message.response_metadata.get("prompted_text")
+TWO_CITIES = "Could you tell me the current weather in Boston, MA and also in San Francisco?"
+
+
+def places_of(turn: PromptedTurn) -> list[str]:
+    return [c["args"]["location"] for c in turn.message.tool_calls]
+
+
+async def test_the_default_model_writes_a_call_for_each_of_two_cities(local_model):
+    turn = await ask_weather(local_model, TWO_CITIES)
+    places, text = places_of(turn), turn.message.response_metadata.get("prompted_text")
+    assert len(places) == 2, text
+    assert any("Boston" in p for p in places) and any("San Francisco" in p for p in places), text
+
+
+async def test_a_list_the_model_closed_after_one_of_two_cities_is_reopened_for_the_second(small_model):
+    # live_parallel_13-9-0: alone, the 0.5B writes Boston only, giving a second call about 0.19 at the close
+    turn = await ask_weather(small_model, TWO_CITIES)
+    places, text = places_of(turn), turn.message.response_metadata.get("prompted_text")
     assert turn.reopenings and all(p >= 0.02 for p in turn.reopenings), text
     assert any("Boston" in p for p in places) and any("San Francisco" in p for p in places), text
 
 
-async def test_a_single_request_is_not_reopened(local_model):
-    turn = await ask_weather(local_model, "What is the weather like in Paris, France right now?")
+@pytest.mark.parametrize("model", ["local_model", "small_model"])
+async def test_a_single_request_is_not_reopened(model, request):
+    paris = "What is the weather like in Paris, France right now?"
+    turn = await ask_weather(request.getfixturevalue(model), paris)
     assert turn.reopenings == [] and len(turn.message.tool_calls) == 1, turn.message.response_metadata

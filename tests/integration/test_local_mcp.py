@@ -1,7 +1,7 @@
 """MCP tools on the embedded local model, prompted mode (opt-in marker ``local_model``).
 
 A real stdio MCP server (tests/support/mcp_servers/recorder.py) writes down every call it receives, so the
-tests assert that the MCP tool really ran, with the arguments the 0.5B model wrote as JSON text. The servers
+tests assert that the MCP tool really ran, with the arguments the local model wrote as JSON text. The servers
 file is the deployment's (``MCP_CONFIG``).
 """
 
@@ -22,7 +22,7 @@ from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.skills.mcp import close_mcp
 
-pytestmark = [pytest.mark.local_model, pytest.mark.timeout(900)]  # a 0.5B model on 2 shared cores
+pytestmark = [pytest.mark.local_model, pytest.mark.timeout(900)]  # a 1.5B model on 2 shared cores
 RECORDER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "recorder.py"
 
 

