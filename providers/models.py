@@ -137,6 +137,8 @@ def _client(url: str, settings: ModelSettings, name: str) -> EndpointChatOpenAI:
             temperature=0,
             max_retries=settings.max_retries,
             timeout=settings.timeout,
+            # the same bound on the wait for a streamed token: the first waits while the prompt is read
+            stream_chunk_timeout=settings.timeout,
             # langchain-openai otherwise shares one async HTTP client per URL across every loop of the
             # process, and a connection opened in one loop fails in another (sync callers run on their own).
             http_async_client=openai.DefaultAsyncHttpxClient(timeout=settings.timeout),

@@ -73,12 +73,15 @@ async def test_a_hung_model_is_given_up_after_model_timeout(llm, saver, workspac
 
 
 def test_the_default_timeout_is_minutes_not_ten(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # an endpoint (the local model: 300 s)
     monkeypatch.delenv("MODEL_TIMEOUT", raising=False)
     monkeypatch.delenv("MODEL_MAX_RETRIES", raising=False)
     settings = model_settings()
     assert settings.timeout == DEFAULT_TIMEOUT <= 120 and settings.max_retries == 1
     client = chat_model("any")
     assert client.request_timeout == DEFAULT_TIMEOUT and client.max_retries == 1
+    monkeypatch.setenv("MODEL_TIMEOUT", "7")
+    assert chat_model("any").stream_chunk_timeout == 7  # a streamed reply waits as long for its first token
     monkeypatch.setenv("MODEL_TIMEOUT", "soon")
     with pytest.raises(ValueError, match="MODEL_TIMEOUT"):
         model_settings()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.endpoint import model_settings
+from workspace_agent.providers.endpoint import DEFAULT_TIMEOUT, LOCAL_TIMEOUT, model_settings
 from workspace_agent.providers.model_file import (
     DEFAULT_PIN,
     PINS,
@@ -21,7 +21,7 @@ SETTINGS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALL
 
 @pytest.fixture
 def bare(monkeypatch):
-    for name in (*SETTINGS, "LOCAL_MODEL_CONTEXT", "LOCAL_MODEL_PATH", "LOCAL_MODEL"):
+    for name in (*SETTINGS, "LOCAL_MODEL_CONTEXT", "LOCAL_MODEL_PATH", "LOCAL_MODEL", "MODEL_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -33,6 +33,7 @@ def test_no_settings_means_the_local_model_with_its_own_facts(bare):
     assert context.model == PINS[DEFAULT_PIN].name  # a qwen2.5-coder name: the family table would say 32768
     assert context.native_tool_calling is False
     assert context.context_window == 4096 and context.window == 4096
+    assert settings.timeout == LOCAL_TIMEOUT > DEFAULT_TIMEOUT  # the 1.5B reads a full window in a minute
 
 
 def test_a_run_cannot_claim_a_bigger_window_than_the_model_has(bare):
