@@ -2,7 +2,7 @@
 
 Greedy decoding takes the likelier token at every step. Asked for several things at once ("the weather in
 Boston and in San Francisco"), a small model often closes its list after the first call, although it gave
-writing another call a real chance at that very token. On BFCL's live questions (76, grammar on), the
+writing another call a real chance at that very token. On BFCL's live questions (76, grammar on, 0.5B), the
 closing token's probability of a comma instead was 0.026 to 0.28 in 13 of the 21 replies that stopped
 short, and at most 0.003 in every reply that wrote as many calls as were asked for. So a list closed while
 the model gave another call at least ``CONTINUE_AT`` is reopened: the reply up to its last call and a comma
