@@ -165,5 +165,7 @@ def test_a_busy_port_stops_the_launcher_with_the_reason_and_nothing_left_running
     assert code == 1
     assert re.search(r"error: instance 1 exited with \d+: .*address already in use", out), out
     assert "ready:" not in out
-    with socket.socket() as s:  # instance 0 was stopped with the launcher: its port is free again
+    with socket.socket() as s:  # instance 0 was stopped with the launcher: nothing listens on its port
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # its closed connections may linger
         s.bind(("127.0.0.1", port))
+        s.listen()
