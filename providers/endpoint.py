@@ -92,11 +92,12 @@ def model_settings() -> ModelSettings:
     """
     base_url = os.environ.get("OPENAI_BASE_URL") or None
     api_key = os.environ.get("OPENAI_API_KEY") or None
-    default = DEFAULT_TIMEOUT if base_url or api_key else LOCAL_TIMEOUT
+    endpoint = bool(base_url or api_key)
+    default = DEFAULT_TIMEOUT if endpoint else LOCAL_TIMEOUT
     timeout = float(_env_number("MODEL_TIMEOUT", float, default, 0.1) or default)
     retries = int(_env_number("MODEL_MAX_RETRIES", int, 1, 0) or 0)
     window = _env_number("CONTEXT_WINDOW", int, None, 512)
-    if base_url or api_key:
+    if endpoint:
         return ModelSettings(
             kind="endpoint",
             base_url=base_url or OPENAI_API,

@@ -299,7 +299,7 @@ def ensure_model_file(
     dest = (cache_dir or default_model_cache_dir()) / pin.filename
     if dest.is_file() and dest.stat().st_size == pin.size:
         return dest
-    return assemble_model(find_model_chunks(pin), dest, pin.sha256, progress, pin)
+    return assemble_model(find_model_chunks(pin), dest, progress=progress, pin=pin)
 
 
 def resolve_model_path(cache_dir: Path | None = None, progress: ProgressCallback | None = None) -> Path:

@@ -98,8 +98,8 @@ async def prompted_turn(
             options.pop(key, None)
         refused = " ".join(str(exc).split())[:300]
         response = await _ask(model, options, prompt)
-    text, reopenings = message_text(response), []
-    if "extra_body" in options:
+    text, reopenings, constrained = message_text(response), [], "extra_body" in options
+    if constrained:
         text, reopenings = await _reopen(model, options, prompt, response, offered, schemas)
         # the tokens' probabilities were asked for this decision only; the thread does not keep them
         meta = {k: v for k, v in response.response_metadata.items() if k != "logprobs"}
@@ -109,7 +109,7 @@ async def prompted_turn(
         [t.name for t in offered],
         left_out,
         grammar_refused=refused,
-        constrained="extra_body" in options,
+        constrained=constrained,
         reopenings=reopenings,
     )
     if response.response_metadata.get("finish_reason") == "length":
