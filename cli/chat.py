@@ -2,6 +2,7 @@
 
 ``main`` parses the command line and builds the context; this module runs turns of the agent graph with
 it, on the PostgreSQL saver, and turns the graph's approval interrupt into a question at the terminal.
+While a turn shows nothing yet, a status line on stderr says what it is doing (``cli.activity``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 from rich.prompt import Prompt
 from rich.table import Table
 
+from workspace_agent.cli.activity import Activity, StatusLine, is_progress
 from workspace_agent.graphs.context import Context
 from workspace_agent.providers.endpoint import Endpoint, choose_endpoint
 
@@ -69,28 +71,85 @@ def _ask_person(request: dict[str, Any]) -> dict[str, Any]:
     return {"decisions": decisions}
 
 
+#: What begins each stretch of the agent's text in the conversation.
+AGENT = "[bold cyan]agent[/] "
+
+
+class _TurnScreen:
+    """One turn on the terminal: the answer streamed to ``out`` (``None``: not shown), the status on ``err``.
+
+    The status line and the answer never share a line: the status is erased before text or an approval
+    card is printed, and it starts on a fresh line when the answer stopped mid-line (text, then tool calls).
+    """
+
+    def __init__(self, out: Console | None, status: Console) -> None:
+        self.out = out
+        self.activity = Activity()
+        self.status = StatusLine(status, self.activity)
+        self.mid_line = False
+
+    def take(self, mode: str, data: Any) -> Any:
+        """Show one ``(mode, data)`` item of the stream; an approval request is returned, not shown."""
+        if mode == "updates" and "__interrupt__" in data:
+            return data["__interrupt__"][0].value
+        if mode == "custom" and is_progress(data):
+            self.activity.progress(data)
+        elif mode == "messages":
+            self._message(*data)
+        elif mode == "updates":
+            for node, update in data.items():
+                self.activity.finished(node, update)
+        if self.activity.label() is not None and not self.status.shown:
+            self._end_line()
+        self.status.sync()
+        return None
+
+    def pause(self) -> None:
+        """Erase the status and end the answer's line: a card, an error or the person's prompt comes next."""
+        self.status.clear()
+        self._end_line()
+
+    def _message(self, chunk: Any, meta: dict[str, Any]) -> None:
+        """Print the model's text as it streams (not a tool's output, which is the model's to tell)."""
+        if meta.get("langgraph_node") != "call_model":
+            return
+        if getattr(chunk, "tool_call_chunks", None):
+            self.activity.calls_written()
+        if self.out is None or not isinstance(chunk.content, str) or not chunk.content:
+            return
+        self.activity.text_shown()
+        self.status.clear()
+        if not self.mid_line:
+            self.out.print(AGENT, end="")
+        self.out.print(chunk.content, end="", markup=False, highlight=False)
+        self.mid_line = not chunk.content.endswith("\n")
+
+    def _end_line(self) -> None:
+        if self.out is not None and self.mid_line:
+            self.out.print()
+        self.mid_line = False
+
+
 async def _turn(
     graph: Any, payload: Any, config: dict, context: Context, *, show: bool, approve: Any
 ) -> dict:
-    """Run one turn to its end, streaming the answer and answering approval requests."""
-    while True:
-        interrupted = None
-        async for mode, data in graph.astream(
-            payload, config, context=context, stream_mode=["messages", "updates"]
-        ):
-            if mode == "messages" and show:
-                chunk, meta = data
-                if meta.get("langgraph_node") == "call_model" and isinstance(chunk.content, str):
-                    console.print(chunk.content, end="", markup=False, highlight=False)
-            elif mode == "updates" and "__interrupt__" in data:
-                interrupted = data["__interrupt__"][0].value
-        if show:
-            console.print()
-        if interrupted is None:
-            return (await graph.aget_state(config)).values
-        if interrupted.get("error"):
-            err.print(f"[red]{interrupted['error']}[/]")
-        payload = Command(resume=approve(interrupted))
+    """Run one turn to its end, streaming the answer, saying what runs meanwhile, answering approvals."""
+    screen = _TurnScreen(console if show else None, err)
+    try:
+        while True:
+            interrupted = None
+            async for mode, data in graph.astream(
+                payload, config, context=context, stream_mode=["messages", "updates", "custom"]
+            ):
+                interrupted = screen.take(mode, data) or interrupted
+            screen.pause()
+            if interrupted is None:
+                return (await graph.aget_state(config)).values
+            if interrupted.get("error"):
+                err.print(f"[red]{interrupted['error']}[/]")
+            payload = Command(resume=approve(interrupted))
+    finally:
+        screen.pause()
 
 
 def _show_sources(values: dict) -> None:
@@ -177,7 +236,6 @@ async def chat(graph: Any, config: dict, context: Context, endpoint: Endpoint) -
             continue
         if not text:
             continue
-        console.print("[bold cyan]agent[/] ", end="")
         payload = {"messages": [{"role": "user", "content": text}]}
         try:
             values = await _turn(graph, payload, config, context, show=True, approve=_ask_person)
