@@ -8,11 +8,12 @@ client that reorders its cards cannot approve the wrong call.
 
 from __future__ import annotations
 
+import json
 import os
 from fnmatch import fnmatchcase
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -20,6 +21,9 @@ from langgraph.types import interrupt
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.forks import fork_of
 from workspace_agent.graphs.state import AgentState, Decision, decision
+from workspace_agent.nodes.history import turn_start
+from workspace_agent.nodes.route import EXECUTED_PREFIX
+from workspace_agent.providers.tokens import message_text
 from workspace_agent.skills.toolset import Services, Toolset
 
 DECISION_TYPES = ("approve", "edit", "reject")
@@ -58,6 +62,30 @@ def needs_approval(ctx: Context, name: str) -> bool:
 def _decision_id(toolset: Toolset, name: str) -> str:
     """D21 for an MCP tool, D3 for every other: the same policy, recorded under the map's own question."""
     return "D21" if (toolset.tools[name].metadata or {}).get("mcp") else "D3"
+
+
+ALREADY_RUN = "\n(This call already ran in this turn with the same arguments: this is its result again.)"
+
+
+def call_key(call: ToolCall) -> str:
+    """What makes two calls the same request: the tool and its arguments."""
+    return json.dumps([call["name"], call["args"]], sort_keys=True, default=str)
+
+
+def earlier_results(messages: list[AnyMessage]) -> dict[str, str]:
+    """The results of this turn's calls that ran and succeeded, by ``call_key``.
+
+    A small model that does not see what to do next repeats its last call; AnythingLLM's Deduplicator
+    answers such a repeat from the earlier result instead of running it, and so does ``approve``.
+    """
+    turn = messages[turn_start(messages) :]
+    results = {
+        m.tool_call_id: message_text(m)
+        for m in turn
+        if isinstance(m, ToolMessage) and (m.id or "").startswith(EXECUTED_PREFIX) and m.status != "error"
+    }
+    calls = [c for m in turn[:-1] if isinstance(m, AIMessage) for c in m.tool_calls]
+    return {call_key(c): results[c["id"]] for c in calls if c["id"] in results}
 
 
 def _answer(call_id: str, name: str, text: str) -> ToolMessage:
@@ -134,9 +162,15 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
             )
         )
     budget = max(ctx.max_tool_calls - state.get("tool_calls_made", 0), 0)
+    ran = earlier_results(state["messages"])
     runnable: list[ToolCall] = []
     for call in ai.tool_calls:
-        if call["name"] not in toolset.tools:
+        if (earlier := ran.get(call_key(call))) is not None:
+            again = ToolMessage(content=earlier + ALREADY_RUN, tool_call_id=call["id"], name=call["name"])
+            answers.append(again)
+            why = f"{call['name']} with these arguments already ran in this turn: its result was given again"
+            notes.append(decision("C10", "code", {call["id"]: "repeat, not run"}, why))
+        elif call["name"] not in toolset.tools:
             answers.append(
                 _answer(
                     call["id"],
@@ -203,7 +237,13 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
                 )
             )
     calls = [approved.get(c["id"], c) for c in ai.tool_calls]
-    out: dict[str, Any] = {"messages": answers, "approved": list(approved.values()), "decisions": notes}
+    unrun = len(ai.invalid_tool_calls) + sum(1 for c in ai.tool_calls if c["id"] not in approved)
+    out: dict[str, Any] = {
+        "messages": answers,
+        "approved": list(approved.values()),
+        "decisions": notes,
+        "tool_calls_made": unrun,  # a call answered without running still counts: a model cannot loop on them
+    }
     if calls != ai.tool_calls:  # the model sees what actually ran, edited arguments included
         out["messages"] = [ai.model_copy(update={"tool_calls": calls}), *answers]
     notes.append(

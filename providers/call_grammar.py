@@ -167,3 +167,8 @@ def call_grammar(tools: list[BaseTool], schemas: dict[str, dict[str, Any]], *, r
     ]
     own = [f"{name} ::= {body}" for name, body in grammar.rules.items()]
     return "\n".join([*head, *own]) + "\n" + _BASE_RULES
+
+
+#: The grammar of a reply that must be an answer (the turn's tool budget is spent): text that does not open
+#: a list, an object or a fenced JSON block, so a call cannot be written at all.
+TEXT_GRAMMAR = "root ::= text\n" + _BASE_RULES

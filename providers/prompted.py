@@ -4,8 +4,10 @@ The tools are described in the system prompt (``catalog``) and the model answers
 the endpoint takes one, a grammar (``call_grammar``) keeps that JSON well-formed. Every call of the reply is
 read (``call_parsing``); anything that names no known tool is an ordinary answer. Under the grammar, a list
 the model closed while giving another call a real chance is reopened for it (``more_calls``).
-After a round of calls the model answers from a plain-text digest of the results: small models follow a
-digest far better than raw tool messages they were never trained on.
+After each round of calls the results are folded into the user message as a plain-text digest and the
+tools are offered again: the model decides whether to call more (a step that needs an earlier result) or to
+answer. Only when the turn's budget is spent is it asked for the answer alone, under a grammar that admits
+text only, and a reply that still writes a call is never shown to the person as JSON (``withheld_call``).
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from workspace_agent.providers.call_grammar import call_grammar
+from workspace_agent.providers.call_grammar import TEXT_GRAMMAR, call_grammar
 from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
 from workspace_agent.providers.catalog import coerce, fit_tools, schema_of, with_catalog
 from workspace_agent.providers.more_calls import CONTINUE_AT, MAX_REOPENINGS, more_probability, reopened
+from workspace_agent.providers.streaming import ask
 from workspace_agent.providers.tokens import count, count_messages, message_text
 
-__all__ = ["PromptedTurn", "digest", "names_a_tool", "parse_tool_calls", "prompted_turn"]
+__all__ = ["PromptedTurn", "digest", "names_a_tool", "parse_tool_calls", "prompted_turn", "withheld_call"]
 
 FRAME = 8  # the catalog is joined to the system prompt; a little slack for the count's approximation
 TOP_LOGPROBS = 10  # alternatives per token asked for under the grammar, to see a list closed too early
@@ -57,20 +60,25 @@ async def prompted_turn(
     max_tokens: int | None = None,
     window: int | None = None,
     grammar: bool = False,
+    answer_only: bool = False,
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
     Args:
         model: The chat model.
         request: The trimmed request, without the catalog.
-        tools: The tools offered.
+        tools: The tools described in the catalog.
         max_tokens: The reply limit (the reserve trim kept free), so a runaway list cannot fill the window.
         window: The model's window: what the request and ``max_tokens`` leave of it is the catalog's room;
             when the whole catalog needs more, the tools most relevant to the user's message are kept.
         grammar: Send a llama.cpp grammar (``call_grammar``) with the request, so the reply is plain text or
             well-formed calls of the offered tools; only for an endpoint that takes one. The tokens'
             probabilities are asked for too, and a list the model closed while giving another call at least
-            ``CONTINUE_AT`` is reopened for it (``providers.more_calls``).
+            ``CONTINUE_AT`` is reopened for it (``providers.more_calls``). A reply whose first characters
+            show it is text streams to the turn's ``messages`` stream as it is written.
+        answer_only: The turn's tool budget is spent: the catalog stays in the prompt (its prefix is what
+            the server has cached) but the reply is asked for as text, under a grammar that admits nothing
+            else where the endpoint takes one, and is not read for calls.
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -82,13 +90,15 @@ async def prompted_turn(
     offered, left_out = fit_tools(tools, query, room)
     schemas = {t.name: schema_of(t) for t in offered}
     options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
-    if grammar and offered:
+    if grammar and answer_only:
+        options["extra_body"] = {"grammar": TEXT_GRAMMAR}
+    elif grammar and offered:
         options.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         options["extra_body"] = {"grammar": call_grammar(offered, schemas)}
     prompt = with_catalog(request, offered)
     refused = None
     try:
-        response = await _ask(model, options, prompt)
+        response = await ask(model, options, prompt, show_text="extra_body" in options)
     except Exception as exc:
         if "extra_body" not in options or "grammar" not in str(exc).lower():
             raise
@@ -97,11 +107,11 @@ async def prompted_turn(
         for key in ("extra_body", "logprobs", "top_logprobs"):
             options.pop(key, None)
         refused = " ".join(str(exc).split())[:300]
-        response = await _ask(model, options, prompt)
+        response = await ask(model, options, prompt)
     text, reopenings, constrained = message_text(response), [], "extra_body" in options
-    if constrained:
+    if constrained and not answer_only:
         text, reopenings = await _reopen(model, options, prompt, response, offered, schemas)
-        # the tokens' probabilities were asked for this decision only; the thread does not keep them
+    if constrained:  # the tokens' probabilities were asked for this decision only; the thread keeps none
         meta = {k: v for k, v in response.response_metadata.items() if k != "logprobs"}
         response = response.model_copy(update={"response_metadata": meta})
     turn = PromptedTurn(
@@ -112,7 +122,7 @@ async def prompted_turn(
         constrained=constrained,
         reopenings=reopenings,
     )
-    if response.response_metadata.get("finish_reason") == "length":
+    if answer_only or response.response_metadata.get("finish_reason") == "length":
         return turn
     calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
     if calls or invalid:
@@ -123,7 +133,9 @@ async def prompted_turn(
         )
         return replace(turn, message=message, repeats=repeats)
     if names_a_tool(text):
-        return replace(turn, message=await model.ainvoke(request), retried=True)
+        text_only = {"extra_body": {"grammar": TEXT_GRAMMAR}} if constrained else {}
+        plain = await ask(model, text_only, request, show_text=constrained)
+        return replace(turn, message=plain, retried=True)
     return turn
 
 
@@ -153,7 +165,7 @@ async def _reopen(
             break
         grammar = grammar or call_grammar(tools, schemas, reopened=True)
         asked = {**options, "extra_body": {"grammar": grammar}, **({"max_tokens": room} if room else {})}
-        reply = await _ask(model, asked, [*prompt, AIMessage(head)])
+        reply = await ask(model, asked, [*prompt, AIMessage(head)])
         if reply.response_metadata.get("finish_reason") == "length":
             break
         written = message_text(reply)
@@ -179,31 +191,22 @@ def _once_each(calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     return kept, len(calls) - len(kept)
 
 
-async def _ask(model: Any, options: dict[str, Any], prompt: list[BaseMessage]) -> AIMessage:
-    caller = model.bind(**options) if options else model
-    return await caller.with_config(tags=["nostream"]).ainvoke(prompt)
+def withheld_call(messages: list[BaseMessage], why: str) -> str:
+    """The answer a person reads when the model's last reply was a call that cannot run: never its JSON.
 
-
-def retry_after_invalid(messages: list[BaseMessage]) -> bool:
-    """Whether the turn's only round of calls had ambiguous ones: the model may then write them once more."""
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
-    rounds = [
-        m for m in messages[start:] if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls)
-    ]
-    return len(rounds) == 1 and bool(rounds[0].invalid_tool_calls)
-
-
-def digest(messages: list[BaseMessage], *, again: bool = False) -> list[BaseMessage]:
-    """Fold this turn's tool calls and results into the user message as plain text.
-
-    A call that was not run because it was written ambiguously is listed with its error; with ``again`` the
-    model is asked to write such calls again (the catalog is then offered once more) instead of answering.
+    Args:
+        messages: The turn's messages, for the results it already has.
+        why: Why no call could run (the budget spent, no such tool).
     """
-    calling = [isinstance(m, AIMessage) and bool(m.tool_calls or m.invalid_tool_calls) for m in messages]
-    first = calling.index(True) if any(calling) else None
-    if first is None:
-        return messages
-    head, exchange = messages[:first], messages[first:]
+    lines = _result_lines(messages)
+    found = "\n\nWhat the tools returned before that:\n" + "\n".join(lines) if lines else ""
+    return f"I could not finish this: my next step was another tool call, and {why}.{found}"
+
+
+def _result_lines(messages: list[BaseMessage]) -> list[str]:
+    """Each call of the running turn with its result, or why it did not run, as a line of text."""
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    exchange = messages[start + 1 :]
     results = {m.tool_call_id: message_text(m) for m in exchange if isinstance(m, ToolMessage)}
     lines = []
     for m in exchange:
@@ -214,12 +217,27 @@ def digest(messages: list[BaseMessage], *, again: bool = False) -> list[BaseMess
             lines.append(f"- {c['name']}({args}) returned: {results.get(c['id'], '-')}")
         for c in m.invalid_tool_calls:
             lines.append(f"- {c['name']}({c['args']}) was not run: {c['error']}")
-    user = head[-1]
-    ask = (
-        "Write the calls that were not run again, correctly, as a JSON list; or, if the results suffice, "
-        "answer the question briefly from them in plain sentences."
-        if again
-        else "Answer the question briefly from these results, in plain sentences, without code."
+    return lines
+
+
+def digest(messages: list[BaseMessage], *, more: bool = True) -> list[BaseMessage]:
+    """Fold this turn's tool calls and results into the user message as plain text.
+
+    Every round so far is listed in order, calls that were not run with their error, and the model is told
+    what it may do next: with ``more`` the tools are offered again and it writes the next calls (a step that
+    needs these results) or answers; without, the turn's budget is spent and it answers. Only the user
+    message changes from round to round, so everything before it stays in the server's prompt cache.
+    """
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    lines = _result_lines(messages)
+    if not lines:
+        return messages
+    ask_next = (
+        "If the question needs another step, write its calls as a JSON list now, using these results; "
+        "otherwise answer the question briefly from them, in plain sentences."
+        if more
+        else "No more tools can be used for this question. Answer it briefly from these results, in plain "
+        "sentences, without code."
     )
-    note = "\n\nTool results for this question:\n" + "\n".join(lines) + "\n" + ask
-    return [*head[:-1], HumanMessage(message_text(user) + note)]
+    note = "\n\nTool results for this question:\n" + "\n".join(lines) + "\n" + ask_next
+    return [*messages[:start], HumanMessage(message_text(messages[start]) + note)]

@@ -178,7 +178,11 @@ def _chunks(reply: Reply, model: str) -> list[dict[str, Any]]:
     }
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
     text = reply.get("content") or ""
-    deltas += [{"content": piece} for piece in re.findall(r"\S+\s*|\s+", text)]
+    tokens = reply.get("logprobs") or []
+    if tokens and "".join(t["token"] for t in tokens) == text:  # llama.cpp streams each token's alternatives
+        deltas += [{"content": t["token"], "logprobs": {"content": [t]}} for t in tokens]
+    else:
+        deltas += [{"content": piece} for piece in re.findall(r"\S+\s*|\s+", text)]
     for i, call in enumerate(reply.get("tool_calls") or []):
         args = _args(call)
         deltas.append(
@@ -195,7 +199,13 @@ def _chunks(reply: Reply, model: str) -> list[dict[str, Any]]:
         )
         for start in range(0, len(args), 8):
             deltas.append({"tool_calls": [{"index": i, "function": {"arguments": args[start : start + 8]}}]})
-    chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks = [
+        {
+            **base,
+            "choices": [{"index": 0, "logprobs": d.pop("logprobs", None), "delta": d, "finish_reason": None}],
+        }
+        for d in deltas
+    ]
     chunks.append(
         {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.get("finish_reason", "stop")}]}
     )

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
 from workspace_agent.providers.catalog import catalog, coerce, describe, fit_tools, with_catalog
-from workspace_agent.providers.prompted import digest, parse_tool_calls, retry_after_invalid
+from workspace_agent.providers.prompted import digest, parse_tool_calls, withheld_call
 from workspace_agent.skills.builtin import calculate
 
 NAMES = {"calculate", "current_datetime"}
@@ -269,5 +269,20 @@ def test_digest_folds_results_and_unrun_calls_into_the_user_message():
     assert [type(m) for m in out] == [SystemMessage, HumanMessage]
     assert 'calculate({"expression": "6*7"}) returned: 42' in out[1].content
     assert "was not run: twice" in out[1].content and out[1].content.startswith("what is 6*7?")
-    assert retry_after_invalid(messages) and "again" in digest(messages, again=True)[1].content
-    assert not retry_after_invalid([*messages, AIMessage("", invalid_tool_calls=[bad])]), "one retry only"
+    assert "write its calls as a JSON list" in out[1].content, "the tools are offered again"
+    last = digest(messages, more=False)[1].content
+    assert "No more tools can be used" in last and "JSON list" not in last
+
+
+def test_a_call_that_cannot_run_reaches_the_person_as_words_with_what_the_tools_returned():
+    call = {"name": "lookup", "args": {"key": "k"}, "id": "c1", "type": "tool_call"}
+    messages = [
+        HumanMessage("earlier"),
+        AIMessage("an earlier answer"),
+        HumanMessage("look up k, then record it"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("v=7", tool_call_id="c1"),
+    ]
+    text = withheld_call(messages, "this turn's 1 tool calls are spent")
+    assert "{" not in text.split("\n")[0] and "tool calls are spent" in text
+    assert 'lookup({"key": "k"}) returned: v=7' in text
