@@ -66,13 +66,20 @@ class Activity:
         elif kind in PHASES:
             self.phase, self.since, self.calls, self.quiet = kind, self.clock(), False, False
 
+    def wrote(self, *, calls: bool) -> None:
+        """A chunk of the reply arrived, so the model writes (a native call sends no ``writing`` event).
+
+        Args:
+            calls: The chunk holds tool calls, which show nothing until the node ends (after any text).
+        """
+        if self.phase != "writing":
+            self.phase, self.since, self.calls, self.quiet = "writing", self.clock(), False, False
+        if calls:
+            self.calls, self.quiet = True, False
+
     def text_shown(self) -> None:
         """The reply's text started showing: the status would only repeat it."""
         self.quiet = True
-
-    def calls_written(self) -> None:
-        """The reply goes on as tool calls (after any text), which show nothing until the node ends."""
-        self.calls, self.quiet = True, False
 
     def finished(self, node: str, update: Any) -> None:
         """A node ended, and with it its phase: the model's, or one tool call's."""

@@ -113,8 +113,7 @@ class _TurnScreen:
         """Print the model's text as it streams (not a tool's output, which is the model's to tell)."""
         if meta.get("langgraph_node") != "call_model":
             return
-        if getattr(chunk, "tool_call_chunks", None):
-            self.activity.calls_written()
+        self.activity.wrote(calls=bool(getattr(chunk, "tool_call_chunks", None)))
         if self.out is None or not isinstance(chunk.content, str) or not chunk.content:
             return
         self.activity.text_shown()

@@ -178,8 +178,9 @@ async def test_chat_shows_each_phase_with_its_seconds_and_erases_it_before_the_a
 
 async def test_chat_status_starts_below_text_the_model_wrote_before_its_tool_calls(terminal):
     screen = chat._TurnScreen(chat.console, chat.err)
-    screen.take("custom", {"progress": "writing"})
-    screen.take("messages", (AIMessage("Let me look."), {"langgraph_node": "call_model"}))
+    screen.take("custom", {"progress": "reading"})  # a native call streams its tokens with no "writing"
+    assert terminal.visible()[0].endswith(" reading the prompt… 0 s")
+    screen.take("messages", (AIMessageChunk("Let me look."), {"langgraph_node": "call_model"}))
     assert not screen.status.shown, "the text says enough while it streams"
     call = tool_call_chunk(name="current_datetime", args="", id="c1", index=0)
     screen.take("messages", (AIMessageChunk("", tool_call_chunks=[call]), {"langgraph_node": "call_model"}))
@@ -205,4 +206,3 @@ async def test_ask_json_stays_clean_and_progress_goes_to_stderr_only(monkeypatch
         assert expected <= set(term.labels())
     else:
         assert term.streams["err"].getvalue() == "", "a script's stderr gets no spinner frames"
-
