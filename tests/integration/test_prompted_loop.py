@@ -1,0 +1,173 @@
+"""The prompted agent loop belongs to the model: dependent rounds, repeats, the budget, streamed answers.
+
+Through the scripted OpenAI-compatible server and the real ``ChatOpenAI`` path, in prompted mode (the
+embedded model's path): the model writes its calls as JSON text and reads each round's results as a digest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from tests.support.helpers import decisions_of, user_message
+from tests.support.tools import recorded
+from workspace_agent.graphs.agent import build_graph
+from workspace_agent.graphs.context import Context
+from workspace_agent.providers.scripted import text_reply
+
+VALUES = {"alpha": "7341", "beta": "1002"}
+
+
+def key_tools(record: Path) -> list[BaseTool]:
+    """``lookup`` finds a key's value; ``record`` keeps a value: the second needs the first's result."""
+
+    def lookup(key: str) -> str:
+        """Look up the value stored under a key."""
+        with record.open("a") as f:
+            f.write(json.dumps({"tool": "lookup", "args": {"key": key}}) + "\n")
+        return f"{key} = {VALUES.get(key, 'unknown')}"
+
+    def record_value(value: str) -> str:
+        """Record a value in the ledger."""
+        with record.open("a") as f:
+            f.write(json.dumps({"tool": "record", "args": {"value": value}}) + "\n")
+        return f"recorded {value}"
+
+    return [StructuredTool.from_function(lookup), StructuredTool.from_function(record_value, name="record")]
+
+
+def calls(*pairs: tuple[str, dict]) -> dict:
+    """A prompted reply writing these calls as the JSON list the catalog asks for."""
+    return text_reply(json.dumps([{"name": n, "arguments": a} for n, a in pairs]))
+
+
+def prompted(workspace: str, **kw) -> Context:
+    return Context(workspace=workspace, native_tool_calling=False, auto_approved=["*"], **kw)
+
+
+async def test_a_second_dependent_call_runs_and_the_turn_ends_on_the_models_text(
+    llm, saver, workspace, thread, tmp_path
+):
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    llm.push(
+        calls(("lookup", {"key": "alpha"})),
+        calls(("record", {"value": "7341"})),
+        text_reply("The value of alpha is 7341, and it is recorded."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent look up the key alpha, then record its value"),
+        thread,
+        context=prompted(workspace),
+    )
+    assert [(r["tool"], r["args"]) for r in recorded(record)] == [
+        ("lookup", {"key": "alpha"}),
+        ("record", {"value": "7341"}),
+    ]
+    assert out["stop_reason"] == "answered"
+    assert out["messages"][-1].content == "The value of alpha is 7341, and it is recorded."
+    first, second, third = llm.requests
+    for request in (second, third):  # the tools are offered again after every round
+        assert "- record:" in request["messages"][0]["content"]
+        assert request["messages"][0]["content"] == first["messages"][0]["content"], "the prefix holds"
+    assert (
+        "lookup" in second["messages"][-1]["content"] and "alpha = 7341" in second["messages"][-1]["content"]
+    )
+    assert 'record({"value": "7341"}) returned: recorded 7341' in third["messages"][-1]["content"]
+    assert [d["outcome"] for d in decisions_of(out, "C1")] == [["lookup"], ["record"], "answer"]
+
+
+async def test_a_call_repeated_in_a_later_round_is_answered_from_its_result_not_run_again(
+    llm, saver, workspace, thread, tmp_path
+):
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    llm.push(
+        calls(("lookup", {"key": "beta"})),
+        calls(("lookup", {"key": "beta"})),
+        text_reply("beta is 1002"),
+    )
+    out = await graph.ainvoke(user_message("@agent what is beta?"), thread, context=prompted(workspace))
+    assert [r["tool"] for r in recorded(record)] == ["lookup"], "the repeat did not run"
+    repeat = llm.requests[2]["messages"][-1]["content"]
+    assert repeat.count("returned: beta = 1002") == 2 and "already ran in this turn" in repeat
+    [noted] = [d for d in decisions_of(out, "C10") if "repeat, not run" in str(d["outcome"])]
+    assert "already ran in this turn" in noted["why"]
+    assert out["messages"][-1].content == "beta is 1002"
+
+
+async def test_a_model_repeating_itself_forever_is_stopped_by_the_budget(
+    llm, saver, workspace, thread, tmp_path
+):
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    llm.push(*[calls(("lookup", {"key": "beta"})) for _ in range(3)], text_reply("beta is 1002"))
+    out = await graph.ainvoke(
+        user_message("@agent what is beta?"), thread, context=prompted(workspace, max_tool_calls=3)
+    )
+    assert len(recorded(record)) == 1 and len(llm.requests) == 4, "3 calls asked (1 run), then the answer"
+    assert out["stop_reason"] == "max_tool_calls" and out["messages"][-1].content == "beta is 1002"
+    assert "No more tools can be used" in llm.requests[-1]["messages"][-1]["content"]
+
+
+async def test_a_call_written_after_the_budget_reaches_the_person_as_words_not_json(
+    llm, saver, workspace, thread, tmp_path
+):
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    llm.push(calls(("lookup", {"key": "alpha"})), calls(("record", {"value": "7341"})))
+    out = await graph.ainvoke(
+        user_message("@agent look up alpha, then record it"),
+        thread,
+        context=prompted(workspace, max_tool_calls=1),
+    )
+    answer = out["messages"][-1].content
+    assert out["stop_reason"] == "max_tool_calls" and [r["tool"] for r in recorded(record)] == ["lookup"]
+    assert '"name"' not in answer and "tool calls are spent" in answer and "alpha = 7341" in answer
+    [withheld] = [d for d in decisions_of(out, "G1") if d["outcome"] == "call withheld"]
+    assert "not the JSON" in withheld["why"]
+
+
+async def test_a_spent_budget_asks_for_text_under_a_grammar_that_admits_no_call(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver, tools=key_tools(tmp_path / "runs.jsonl"))
+    llm.push(calls(("lookup", {"key": "alpha"})), text_reply("alpha is 7341"))
+    out = await graph.ainvoke(
+        user_message("@agent what is alpha?"), thread, context=prompted(workspace, max_tool_calls=1)
+    )
+    last = llm.requests[-1]
+    assert last["grammar"].startswith("root ::= text\n") and "call-lookup" not in last["grammar"]
+    assert "logprobs" not in last and out["messages"][-1].content == "alpha is 7341"
+
+
+async def test_a_text_reply_under_the_grammar_streams_in_chunks_and_a_call_reply_does_not(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver, tools=key_tools(tmp_path / "runs.jsonl"))
+    answer = "The value of alpha is 7341, as the ledger says."
+    llm.push(calls(("lookup", {"key": "alpha"})), text_reply(answer))
+    chunks, progress = [], []
+    async for mode, data in graph.astream(
+        user_message("@agent what is alpha?"),
+        thread,
+        context=prompted(workspace),
+        stream_mode=["messages", "custom"],
+    ):
+        if mode == "custom":
+            progress.append(data["progress"])
+        elif data[1]["langgraph_node"] == "call_model":
+            chunks.append(data[0])
+    texts = [c.content for c in chunks if c.content]
+    assert len(texts) > 3 and "".join(texts) == answer, "the answer arrives word by word"
+    assert not any("name" in t for t in texts), "the call reply never streams as text"
+    assert progress == ["reading", "writing", "reading", "writing"]
+    final = (await graph.aget_state(thread)).values["messages"][-1]
+    assert final.content == answer
+    assert {c.id for c in chunks if c.content} == {final.id}, (
+        "the streamed chunks and the answer are one message"
+    )
