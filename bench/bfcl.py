@@ -30,7 +30,7 @@ from typing import Any
 
 from bfcl_ast import reply_ok
 from langchain_core.callbacks import AsyncCallbackHandler
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
 
 from workspace_agent.graphs.context import Context
@@ -109,7 +109,15 @@ def as_tool(function: dict[str, Any]) -> StructuredTool:
     )
 
 
-def request_of(question: dict[str, Any]) -> list[BaseMessage]:
+#: A short unrelated earlier conversation, put before each question with ``--history``: a thread's state after
+#: two ordinary exchanges, which once turned the model away from its tools.
+EARLIER = [
+    ("hello", "Hello! How can I help you today?"),
+    ("what is the capital of France?", "The capital of France is Paris."),
+]
+
+
+def request_of(question: dict[str, Any], history: bool = False) -> list[BaseMessage]:
     """The question's first turn, under the project's default system prompt unless it brings its own."""
     turn = question["question"][0]
     messages: list[BaseMessage] = [
@@ -117,6 +125,8 @@ def request_of(question: dict[str, Any]) -> list[BaseMessage]:
     ]
     if not isinstance(messages[0], SystemMessage):
         messages.insert(0, SystemMessage(render_system(Context(workspace="bench"), [])))
+    if history:
+        messages[1:1] = [m for user, answer in EARLIER for m in (HumanMessage(user), AIMessage(answer))]
     return messages
 
 
@@ -130,7 +140,9 @@ class Replies(AsyncCallbackHandler):
         self.texts.append(response.generations[0][0].text)
 
 
-async def ask(model: Any, question: dict[str, Any], max_tokens: int, grammar: bool = False) -> dict[str, Any]:
+async def ask(
+    model: Any, question: dict[str, Any], max_tokens: int, grammar: bool = False, history: bool = False
+) -> dict[str, Any]:
     """One question through the project's prompted path: the calls, the raw replies, the seconds."""
     tools = [as_tool(f) for f in question["function"]]
     replies = Replies()
@@ -139,7 +151,7 @@ async def ask(model: Any, question: dict[str, Any], max_tokens: int, grammar: bo
     try:
         turn = await prompted.prompted_turn(
             model.with_config(callbacks=[replies]),
-            request_of(question),
+            request_of(question, history),
             tools,
             max_tokens=max_tokens,
             window=WINDOW,
@@ -177,18 +189,26 @@ async def run(options: argparse.Namespace) -> None:
     with out.open("w", encoding="utf-8") as sink:  # noqa: ASYNC230 - a bench, one writer, line by line
         for category in options.categories.split(","):
             questions = sample(load(category), options.sample, options.seed)
-            results = []
+            histories = {"off": [False], "on": [True], "both": [False, True]}[options.history]
+            results: dict[bool, list[dict[str, Any]]] = {h: [] for h in histories}
             for question in questions:
-                result = await ask(model, question, options.max_tokens, options.grammar == "on")
-                results.append(result)
-                sink.write(json.dumps({"category": category, **result}, ensure_ascii=False) + "\n")
-                sink.flush()
-                if options.verbose:
-                    mark = "ok " if result["ok"] else "BAD"
-                    shown = json.dumps(result["calls"], ensure_ascii=False)[:150]
-                    print(f"  {result['id']:<34} {mark} {result['seconds']:5.1f}s {shown}", flush=True)
-            rows.append(_row(category, results))
-            print(_format(rows[-1]), flush=True)
+                for history in histories:  # both forms of a question back to back: the same machine load
+                    result = await ask(model, question, options.max_tokens, options.grammar == "on", history)
+                    results[history].append(result)
+                    line = {"category": category, "history": history, **result}
+                    sink.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    sink.flush()
+                    if options.verbose:
+                        mark = "ok " if result["ok"] else "BAD"
+                        shown = json.dumps(result["calls"], ensure_ascii=False)[:150]
+                        where = "+history " if history else ""
+                        print(
+                            f"  {result['id']:<34} {where}{mark} {result['seconds']:5.1f}s {shown}",
+                            flush=True,
+                        )
+            for history in histories:
+                rows.append(_row(category + (" +history" if history else ""), results[history]))
+                print(_format(rows[-1]), flush=True)
     total = _row("all", [r for row in rows for r in row["results"]])
     print(_format(total))
     print(f"replies written to {out}")
@@ -258,6 +278,12 @@ def main() -> None:
         choices=["on", "off"],
         default="on",
         help="reopen a list closed while the model gave another call a chance (providers.more_calls)",
+    )
+    parser.add_argument(
+        "--history",
+        choices=["off", "on", "both"],
+        default="off",
+        help="two unrelated earlier exchanges before each question (both: each question with and without)",
     )
     parser.add_argument("--label", default="run", help="names the replies file")
     parser.add_argument("--out", default=None, help="replies file (JSONL)")

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from workspace_agent.providers.tokens import count, message_text
@@ -176,3 +176,29 @@ def with_catalog(messages: list[BaseMessage], tools: list[BaseTool]) -> list[Bas
     if messages and isinstance(messages[0], SystemMessage):
         return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools)), *messages[1:]]
     return [SystemMessage(catalog(tools)), *messages]
+
+
+#: Said again after the user's message when earlier exchanges stand between it and the catalog.
+REMINDER = (
+    "\n\n(If a tool is needed for this, reply with only the JSON list of calls; otherwise answer directly.)"
+)
+
+
+def with_reminder(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """The request with the catalog's rule said again after the user's message, when history precedes it.
+
+    A small model follows the pattern of the conversation it continues: after earlier exchanges answered in
+    plain words it answers in plain words too and invents the result a tool would have given (1 of 6
+    questions used a tool after two unrelated exchanges, 5 of 6 without). The rule said again where the
+    model is about to write restores its choice; it goes after everything that stays the same from turn
+    to turn, so the server's prompt cache is kept.
+    """
+    last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=None)
+    if last is None or not any(isinstance(m, AIMessage) for m in messages[:last]):
+        return messages
+    user = messages[last]
+    return [
+        *messages[:last],
+        user.model_copy(update={"content": message_text(user) + REMINDER}),
+        *messages[last + 1 :],
+    ]

@@ -21,7 +21,7 @@ from langchain_core.tools import BaseTool
 
 from workspace_agent.providers.call_grammar import TEXT_GRAMMAR, call_grammar
 from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
-from workspace_agent.providers.catalog import coerce, fit_tools, schema_of, with_catalog
+from workspace_agent.providers.catalog import coerce, fit_tools, schema_of, with_catalog, with_reminder
 from workspace_agent.providers.more_calls import CONTINUE_AT, MAX_REOPENINGS, more_probability, reopened
 from workspace_agent.providers.streaming import ask
 from workspace_agent.providers.tokens import count, count_messages, message_text
@@ -95,7 +95,7 @@ async def prompted_turn(
     elif grammar and offered:
         options.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         options["extra_body"] = {"grammar": call_grammar(offered, schemas)}
-    prompt = with_catalog(request, offered)
+    prompt = with_catalog(request if answer_only else with_reminder(request), offered)
     refused = None
     try:
         response = await ask(model, options, prompt, show_text="extra_body" in options)
