@@ -124,7 +124,7 @@ def request_of(question: dict[str, Any], history: bool = False) -> list[BaseMess
         SystemMessage(m["content"]) if m["role"] == "system" else HumanMessage(m["content"]) for m in turn
     ]
     if not isinstance(messages[0], SystemMessage):
-        messages.insert(0, SystemMessage(render_system(Context(workspace="bench"), [])))
+        messages.insert(0, SystemMessage(render_system(Context(workspace="bench"))))
     if history:
         messages[1:1] = [m for user, answer in EARLIER for m in (HumanMessage(user), AIMessage(answer))]
     return messages

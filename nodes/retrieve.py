@@ -119,7 +119,7 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
         notes = [f"workspace {ctx.workspace!r} has no documents: no context"]
     else:
         await ensure_tokenizer()
-        budget = max(int(ctx.window * SYSTEM_SHARE) - count(render_system(ctx, [])) - FRAME, 0)
+        budget = max(int(ctx.window * SYSTEM_SHARE) - count(render_system(ctx)) - FRAME, 0)
         uploads = await _uploads(state, store, ctx.workspace)
         sent, how, budget = _fit_uploads(uploads, budget)
         context += list(sent.values())

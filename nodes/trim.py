@@ -25,8 +25,8 @@ SYSTEM_SHARE, HISTORY_SHARE, USER_SHARE, USER_ALONE_SHARE = 0.15, 0.15, 0.70, 0.
 FRAME = 3  # tokens of framing per message, as in count_messages
 
 
-def render_system(ctx: Context, memories: list[str]) -> str:
-    """The system prompt with its variables filled in and the remembered facts appended."""
+def render_system(ctx: Context) -> str:
+    """The system prompt with its variables filled in: the part of every request that stays the same."""
     now = datetime.now().astimezone()
     text = ctx.system_prompt
     for name, value in {
@@ -36,26 +36,28 @@ def render_system(ctx: Context, memories: list[str]) -> str:
         "{workspace}": ctx.workspace,
     }.items():
         text = text.replace(name, value)
-    if memories:
-        text += "\n\nThings I remember about you:\n" + "\n".join(f"- {m}" for m in memories)
     return text
 
 
+def memory_block(memories: list[str]) -> str:
+    """The remembered facts, as the turn's request gives them."""
+    return "Things I remember about you:\n" + "".join(f"- {m}\n" for m in memories) if memories else ""
+
+
 def context_block(texts: list[str]) -> str:
-    """Document context in AnythingLLM's layout, appended to the system prompt."""
+    """Document context in AnythingLLM's layout."""
     if not texts:
         return ""
-    return "\nContext:\n" + "".join(
-        f"[CONTEXT {i}]:\n{t}\n[END CONTEXT {i}]\n\n" for i, t in enumerate(texts)
-    )
+    return "Context:\n" + "".join(f"[CONTEXT {i}]:\n{t}\n[END CONTEXT {i}]\n\n" for i, t in enumerate(texts))
 
 
-def _fit_system(prompt: str, context: str, limit: int) -> tuple[str, bool]:
-    if count(prompt + context) + FRAME <= limit:
-        return prompt + context, False
+def _fit_system(prompt: str, context: str, limit: int) -> tuple[str, str, bool]:
+    """The system prompt and the turn's context cut to share ``limit`` tokens (15 % of the window)."""
+    if count(prompt + context) + 2 * FRAME <= limit:
+        return prompt, context, False
     prompt = cut_middle(prompt, int(limit * 0.25)) if count(prompt) >= limit * 0.25 else prompt
     context = cut_middle(context, int(limit * 0.75)) if count(context) >= limit * 0.75 else context
-    return prompt + context, True
+    return prompt, context, True
 
 
 def _fit_history(history: list[dict[str, str]], limit: int) -> list[int | list[str]]:
@@ -103,7 +105,13 @@ def _fit_exchange(exchange: list[BaseMessage], budget: int) -> dict[str, str]:
 def assemble(
     plan: dict, turn: list[BaseMessage], history: list[dict[str, str]] | None = None
 ) -> list[BaseMessage]:
-    """The model request a trim plan describes.
+    """The model request a trim plan describes: system prompt, history, then the turn.
+
+    The order keeps what stays the same first, so a server's prompt cache (llama.cpp's ``cache_prompt``,
+    hosted providers' prefix caching) serves it again: the system prompt (to which a prompted call appends
+    its tool catalog), then the earlier exchanges, and only then what changes from turn to turn — the
+    remembered facts and document context found for this message, given with the user's message (in the
+    system prompt, AnythingLLM's place, they made every later turn read the whole history again).
 
     The plan names what is kept by reference and carries only text that was cut, so the checkpoint of every
     model call does not store the whole prompt again — the history and the turn are in state already.
@@ -119,7 +127,8 @@ def assemble(
         )
         out += [HumanMessage(prompt), AIMessage(response)]
     user, exchange = turn[0], turn[1:]
-    out.append(HumanMessage(plan["user"] if plan.get("user") is not None else prompt_text(user), id=user.id))
+    text = plan["user"] if plan.get("user") is not None else prompt_text(user)
+    out.append(HumanMessage((plan.get("context") or "") + text, id=user.id))
     cuts = plan.get("tools", {})
     for m in exchange:
         if isinstance(m, ToolMessage) and m.tool_call_id in cuts:
@@ -141,8 +150,14 @@ def build_prompt(
     ``catalog`` tokens are kept free for the tool catalog a prompted model call adds to the system prompt.
     """
     window, avail = ctx.window, ctx.window - ctx.reply_reserve - catalog
-    system_text = render_system(ctx, memories) + context_block(context)
-    plan: dict = {"system": system_text, "history": list(range(len(history))), "user": None, "tools": {}}
+    prompt, turn_context = render_system(ctx), memory_block(memories) + context_block(context)
+    plan: dict = {
+        "system": prompt,
+        "context": turn_context,
+        "history": list(range(len(history))),
+        "user": None,
+        "tools": {},
+    }
     tokens = count_messages(assemble(plan, turn, history))
     if tokens <= avail:
         return plan, {"cut": False, "tokens": tokens}
@@ -154,6 +169,7 @@ def build_prompt(
         target = int(min(window * USER_ALONE_SHARE, avail - exchange_budget - 2 * FRAME - 5))
         plan = {
             "system": None,
+            "context": None,
             "history": [],
             "user": cut_middle(user_text, target),
             "tools": _fit_exchange(exchange, exchange_budget),
@@ -165,10 +181,10 @@ def build_prompt(
             "tool_results_cut": len(plan["tools"]),
             "tokens": tokens,
         }
-    prompt, ctx_text = render_system(ctx, memories), context_block(context)
-    system_text, system_cut = _fit_system(prompt, ctx_text, int(window * SYSTEM_SHARE))
+    prompt, turn_context, system_cut = _fit_system(prompt, turn_context, int(window * SYSTEM_SHARE))
     plan = {
-        "system": system_text,
+        "system": prompt,
+        "context": turn_context,
         "history": _fit_history(history, int(window * HISTORY_SHARE)),
         "user": None,
         "tools": {},

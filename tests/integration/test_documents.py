@@ -15,7 +15,7 @@ import pytest
 from langgraph.types import Command
 from rich.console import Console
 
-from tests.support.helpers import decisions_of, user_message
+from tests.support.helpers import decisions_of, turn_text, user_message
 from tests.unit.test_ingest_loaders import make_docx, make_pdf
 from workspace_agent.checkpoints.chunks import DocumentStore, EmbeddingMismatch
 from workspace_agent.checkpoints.db import connection
@@ -102,7 +102,8 @@ async def pinned_workspace(tmp_path: Path, workspace: str) -> Path:
 
 
 def system_text(request: dict) -> str:
-    return request["messages"][0]["content"]
+    """Where the turn's document context goes: with the user's message, after what stays the same."""
+    return turn_text(request)
 
 
 async def test_chat_retrieval_keeps_top_n_above_threshold_and_pinned_documents_whole(
@@ -434,4 +435,4 @@ async def test_ingest_and_query_through_the_dev_server(llm, dev_server, workspac
     )
     assert out["stop_reason"] == "answered"
     assert any(s["title"] == "pricing.md" and s["score"] > 0 for s in out["sources"])
-    assert "12 EUR a month" in llm.requests[-1]["messages"][0]["content"]
+    assert "12 EUR a month" in turn_text(llm.requests[-1])

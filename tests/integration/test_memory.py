@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from tests.support.helpers import decisions_of, user_message
+from tests.support.helpers import decisions_of, turn_text, user_message
 from workspace_agent.checkpoints.chatlog import Exchange, PostgresRecords
 from workspace_agent.checkpoints.db import connection
 from workspace_agent.checkpoints.memories import GLOBAL_LIMIT, WORKSPACE_LIMIT, PostgresMemories
@@ -364,7 +364,7 @@ async def test_memories_reach_the_next_turn_within_the_limits(
         thread,
         context=Context(workspace=workspace, user_id=user_of(workspace), chat_mode="chat"),
     )
-    system = llm.requests[0]["messages"][0]["content"]
+    system = turn_text(llm.requests[0])
     remembered = system.split("Things I remember about you:\n", 1)[1].splitlines()
     workspace_lines = [line for line in remembered if "grows" in line]
     assert sorted(workspace_lines) == sorted(
@@ -383,7 +383,7 @@ async def test_memories_reach_the_next_turn_within_the_limits(
         thread,
         context=Context(workspace=workspace, user_id=user_of(workspace), chat_mode="chat"),
     )
-    system = llm.requests[0]["messages"][0]["content"]
+    system = turn_text(llm.requests[0])
     assert [line for line in system.splitlines() if "grows" in line] == [
         f"- The user grows {w} in the garden" for w in reversed(PLANTS[15:20])
     ]

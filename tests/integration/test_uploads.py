@@ -12,7 +12,7 @@ import base64
 import pytest
 from langgraph_sdk import get_client
 
-from tests.support.helpers import decisions_of, user_message
+from tests.support.helpers import decisions_of, turn_text, user_message
 from tests.unit.test_ingest_loaders import make_docx, make_pdf
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.agent import build_graph
@@ -61,8 +61,9 @@ async def test_a_pdf_dropped_into_the_chat_answers_the_turn_through_the_sdk(dev_
     assert [d["outcome"] for d in decisions_of(out, "I2")] == ["added"]
     assert any(s["title"] == "aurora.pdf" and "4200 euros" in s["text"] for s in out["sources"])
     request = llm.requests[-1]["messages"]
-    assert "4200 euros" in request[0]["content"], "retrieval put the PDF's text into the prompt"
-    assert request[-1]["content"].startswith(question)
+    assert "4200 euros" in request[-1]["content"], "retrieval put the PDF's text into the prompt"
+    assert "4200 euros" not in request[0]["content"], "after the history, not in the system prompt"
+    assert request[-1]["content"].split("[END CONTEXT 0]\n\n")[-1].startswith(question)
     assert "[Attached aurora.pdf: added to this workspace's documents" in request[-1]["content"]
     shown = (await client.threads.get_state(thread_id))["values"]["messages"][0]["content"]
     assert shown[0] == {"type": "text", "text": question}
@@ -190,7 +191,7 @@ async def test_summarise_this_sends_the_dropped_file_whole_and_only_in_its_turn(
         user_message([{"type": "text", "text": "summarise this"}, block]), thread, context=context
     )
     assert out["uploads"][0]["outcome"] == "added"
-    system = embed.requests[-1]["messages"][0]["content"]
+    system = turn_text(embed.requests[-1])
     assert "departures at seven and eleven from harbour pier nine" in system, "the file went into the prompt"
     assert [s["title"] for s in out["sources"]] == [name] and out["sources"][0]["uploaded"] is True
     (b8,) = decisions_of(out, "B8")
@@ -198,7 +199,7 @@ async def test_summarise_this_sends_the_dropped_file_whole_and_only_in_its_turn(
 
     embed.push(text_reply("Nothing attached."))
     out = await graph.ainvoke(user_message("summarise this"), thread, context=context)
-    assert "harbour pier nine" not in embed.requests[-1]["messages"][0]["content"], "not forced in again"
+    assert "harbour pier nine" not in turn_text(embed.requests[-1]), "not forced in again"
     assert out["sources"] == [] and "uploaded" not in decisions_of(out, "B8")[0]["outcome"]
 
 
@@ -218,7 +219,7 @@ async def test_the_dropped_files_chunks_are_not_searched_so_it_is_sent_once(embe
         context=Context(workspace=workspace, chat_mode="chat"),
     )
     assert out["uploads"][0]["chunks"] > 1
-    system = embed.requests[-1]["messages"][0]["content"]
+    system = turn_text(embed.requests[-1])
     assert system.count("Section 7: the glacier ferry") == 1
     assert [(s["title"], s.get("uploaded")) for s in out["sources"]] == [("ferry.txt", True)]
     assert decisions_of(out, "B8")[0]["outcome"]["chunks"] == 0
@@ -238,6 +239,6 @@ async def test_a_dropped_file_over_the_context_share_is_sent_cut_in_the_middle(
     )
     (b8,) = decisions_of(out, "B8")
     assert b8["outcome"]["uploaded"] == {"long.txt": "cut"}
-    system = embed.requests[-1]["messages"][0]["content"]
+    system = turn_text(embed.requests[-1])
     assert "OPENING LINE." in system and "CLOSING LINE." in system and "w3000 " not in system
     assert out["sources"][0]["title"] == "long.txt"

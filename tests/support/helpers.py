@@ -50,6 +50,11 @@ def roles(request: dict[str, Any]) -> list[str]:
     return [m["role"] for m in request["messages"]]
 
 
+def turn_text(request: dict[str, Any]) -> str:
+    """The last user message of a chat request: the turn's text with its memories and document context."""
+    return next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+
+
 def decisions_of(state: dict[str, Any], decision_id: str) -> list[dict[str, Any]]:
     """The decision records of one id in a turn's output."""
     return [d for d in state.get("decisions", []) if d["id"] == decision_id]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from workspace_agent.graphs.context import Context
-from workspace_agent.nodes.trim import assemble, build_prompt
+from workspace_agent.nodes.trim import assemble, build_prompt, render_system
 from workspace_agent.providers.tokens import count, count_messages, cut_middle
 
 MARKER = "--prompt truncated for brevity--"
@@ -21,9 +21,12 @@ def test_everything_that_fits_is_untouched_and_in_order():
     plan, summary = build_prompt(ctx, turn, history(3), ["likes tea"], ["doc text"])
     out = assemble(plan, turn, history(3))
     assert summary["cut"] is False
-    assert [m.content for m in out[1:]] == ["q0", "a0", "q1", "a1", "q2", "a2", "now"]
-    assert "Things I remember about you:\n- likes tea" in out[0].content
-    assert "[CONTEXT 0]:\ndoc text\n[END CONTEXT 0]" in out[0].content
+    assert [m.content for m in out[1:-1]] == ["q0", "a0", "q1", "a1", "q2", "a2"]
+    assert out[0].content == render_system(ctx), "the system prompt alone: it stays the same"
+    last = out[-1].content
+    assert last.startswith("Things I remember about you:\n- likes tea") and last.endswith("now")
+    assert "[CONTEXT 0]:\ndoc text\n[END CONTEXT 0]" in last and "doc text" not in out[0].content
+    assert "likes tea" not in out[0].content, "what changes per turn comes after what stays the same"
 
 
 def test_history_keeps_the_newest_that_fit_in_chronological_order():
