@@ -71,6 +71,19 @@ async def test_dev_server_without_settings_answers_from_the_local_model(tmp_path
         model = find_shared_model()
         assert model is not None and model.n_ctx == 4096
 
+        # The same thread, its history now holding "hello": @agent still uses its tool, and the answer
+        # streams to the stream modes Agent Chat UI's useStream asks for, token by token.
+        parts, progress, answer_id = await stream_agent_turn(client, thread["thread_id"])
+        calls = [d["outcome"] for d in parts["decisions"] if d["id"] == "C1" and d["outcome"] != "answer"]
+        assert ["calculate"] in calls, parts["decisions"]
+        final = parts["messages"][-1]
+        assert "7006652" in final["content"].replace(",", ""), final
+        streamed = [c for c in parts["chunks"] if c["id"] == final["id"] and c["content"]]
+        assert len(streamed) >= 3, f"the answer arrived in {len(streamed)} chunk(s)"
+        assert "".join(c["content"] for c in streamed) == final["content"]
+        assert not any('"name"' in c["content"] for c in parts["chunks"]), "calls never stream as text"
+        assert progress[:2] == ["reading", "writing"] and answer_id == final["id"]
+
         # @agent: the model writes its call as text, under the call grammar, and the call runs.
         question = "@agent What is the current date and time? Use a tool."  # as test_local_agent asks
         ask = {"messages": [{"role": "user", "content": question}]}
@@ -98,6 +111,29 @@ async def test_dev_server_without_settings_answers_from_the_local_model(tmp_path
     finally:
         stop_process(proc)
         stop_shared_model()
+
+
+async def stream_agent_turn(client, thread_id: str) -> tuple[dict, list[str], str | None]:
+    """Stream "@agent what is 1234*5678?" as Agent Chat UI does; the final values, progress, answer id."""
+    ask = {"messages": [{"role": "user", "content": "@agent what is 1234*5678?"}]}
+    parts: dict = {"chunks": []}
+    progress: list[str] = []
+    answer_id = None
+    async for event in client.runs.stream(
+        thread_id, "agent", input=ask, stream_mode=["values", "messages-tuple", "custom"]
+    ):
+        if event.event == "values":
+            parts.update(event.data)
+        elif event.event == "messages":
+            chunk, meta = event.data
+            if meta.get("langgraph_node") == "call_model":
+                parts["chunks"].append(chunk)
+                answer_id = answer_id if not chunk.get("content") else chunk["id"]
+        elif event.event == "custom":
+            progress.append(event.data["progress"])
+        elif event.event == "error":
+            raise AssertionError(event.data)
+    return parts, progress, answer_id
 
 
 def test_processes_starting_at_once_share_one_model_server(database_url):
