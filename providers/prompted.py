@@ -31,6 +31,10 @@ __all__ = ["PromptedTurn", "digest", "names_a_tool", "parse_tool_calls", "prompt
 FRAME = 8  # the catalog is joined to the system prompt; a little slack for the count's approximation
 TOP_LOGPROBS = 10  # alternatives per token asked for under the grammar, to see a list closed too early
 MIN_ROOM = 48  # reply tokens a reopened list needs at least: about one more call
+#: How a prompted model reads a round's results: ``"digest"``, plain text folded into the user message, or
+#: ``"messages"``, the calls and tool messages as the chat template renders them. ``bench/chains.py
+#: --results`` measures both on the same tasks.
+RESULTS_AS = "digest"
 
 
 def parse_tool_calls(text: str, names: set[str]) -> list[dict[str, Any]]:
@@ -230,7 +234,7 @@ def digest(messages: list[BaseMessage], *, more: bool = True) -> list[BaseMessag
     """
     start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
     lines = _result_lines(messages)
-    if not lines:
+    if not lines or RESULTS_AS == "messages":
         return messages
     ask_next = (
         "If the question needs another step, write its calls as a JSON list now, using these results; "
