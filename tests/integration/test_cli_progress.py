@@ -3,7 +3,8 @@
 A small graph of our own stands in for the agent: its ``call_model`` and ``execute_tool`` nodes emit the
 agent graph's progress events (``reading``, ``writing``, ``tool``) and sleep, as a slow local model and
 slow tools would. The terminal is a recording console (both streams, and what a person would see on the
-screen where they meet), so the tests read the status lines drawn and the answer printed.
+screen where they meet), so the tests read the status lines drawn and the answer printed. The last test
+goes through the agent graph itself and the scripted server, which holds its reply back as a model reads.
 """
 
 from __future__ import annotations
@@ -26,8 +27,12 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Send, interrupt
 from rich.console import Console
 
+from tests.support.helpers import user_message
+from tests.support.tools import make_test_tools
 from workspace_agent.cli import chat
+from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
+from workspace_agent.providers.scripted import text_reply, tool_reply
 
 ANSWER = "The tool answered: 20"
 READING = 1.6  # long enough for the status to count a second while the model "reads"
@@ -206,3 +211,21 @@ async def test_ask_json_stays_clean_and_progress_goes_to_stderr_only(monkeypatch
         assert expected <= set(term.labels())
     else:
         assert term.streams["err"].getvalue() == "", "a script's stderr gets no spinner frames"
+
+
+async def test_through_the_agent_graph_the_cli_says_the_model_reads_then_writes_calls(
+    llm, saver, workspace, thread, terminal
+):
+    graph = build_graph(checkpointer=saver, tools=make_test_tools())
+    asked = tool_reply(("slow", {"seconds": 0.2, "label": "x"}))
+    llm.push({**asked, "delay": 1.6}, text_reply("all done"))  # the model "reads" 1.6 s before it answers
+    context = Context(workspace=workspace, auto_approved=["*"])
+
+    values = await chat._turn(graph, user_message("go"), thread, context, show=True, approve=None)
+
+    assert values["stop_reason"] == "answered"
+    labels = terminal.labels()
+    expected = {"reading the prompt… 0 s", "reading the prompt… 1 s", "writing tool calls… 0 s"}
+    assert expected <= set(labels), labels
+    assert terminal.streams["out"].getvalue() == "agent all done\n"
+    assert terminal.visible() == ["agent all done"]
