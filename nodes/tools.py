@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, Decision, ToolCallState, decision
 from workspace_agent.nodes.route import EXECUTED_PREFIX
+from workspace_agent.providers.streaming import progress
 from workspace_agent.skills.toolset import Services
 
 
@@ -59,6 +60,7 @@ async def execute_tool(
         )
         notes.append(decision("C10", "code", {call["id"]: "interrupted, may have run"}, why))
     tool = (await services.toolset(ctx)).tools.get(call["name"])
+    progress("tool", name=call["name"])
     status = "ok"
     try:
         if tool is None:

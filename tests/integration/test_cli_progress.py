@@ -213,11 +213,11 @@ async def test_ask_json_stays_clean_and_progress_goes_to_stderr_only(monkeypatch
         assert term.streams["err"].getvalue() == "", "a script's stderr gets no spinner frames"
 
 
-async def test_through_the_agent_graph_the_cli_says_the_model_reads_then_writes_calls(
+async def test_through_the_agent_graph_the_cli_says_the_model_reads_writes_calls_and_runs_them(
     llm, saver, workspace, thread, terminal
 ):
     graph = build_graph(checkpointer=saver, tools=make_test_tools())
-    asked = tool_reply(("slow", {"seconds": 0.2, "label": "x"}))
+    asked = tool_reply(("slow", {"seconds": 1.6, "label": "x"}))
     llm.push({**asked, "delay": 1.6}, text_reply("all done"))  # the model "reads" 1.6 s before it answers
     context = Context(workspace=workspace, auto_approved=["*"])
 
@@ -225,7 +225,12 @@ async def test_through_the_agent_graph_the_cli_says_the_model_reads_then_writes_
 
     assert values["stop_reason"] == "answered"
     labels = terminal.labels()
-    expected = {"reading the prompt… 0 s", "reading the prompt… 1 s", "writing tool calls… 0 s"}
+    expected = {
+        "reading the prompt… 0 s",
+        "reading the prompt… 1 s",
+        "writing tool calls… 0 s",
+        "running slow… 1 s",
+    }
     assert expected <= set(labels), labels
     assert terminal.streams["out"].getvalue() == "agent all done\n"
     assert terminal.visible() == ["agent all done"]
