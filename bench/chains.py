@@ -1,0 +1,575 @@
+"""Chains of dependent tool calls through the real agent graph, on the embedded local model.
+
+Each task needs two or three calls where a later one uses an earlier one's result: look a price up in the
+sample documents, then calculate; read the clock, then save a note; calculate, then calculate again. Each
+runs as one ``@agent`` turn in a fresh thread of the real graph (``build_graph`` on the project's PostgreSQL
+saver, the built-in tools, the sample workspace), with every approval granted, and is checked objectively:
+the number in the final answer, or the text of the note it saved (read back from the ``notes`` table).
+
+The model is served by an llama.cpp server of this process (as ``bench/bfcl.py`` does), reached as an
+OpenAI-compatible endpoint with the embedded model's facts (prompted calls, the call grammar, 4096 tokens),
+so the checkout's shared model server and whoever uses it are left alone.
+
+Per model and split it prints tasks done, tool calls and tool rounds (model calls that asked for tools) per
+task, seconds per task and prompt tokens the server read per task, and as the baseline of the same run the
+seconds of a plain one-call task (``@agent What is 12*34?``, after one untimed warm-up turn; the median of
+one run before the tasks and one after), so figures of a noisy machine compare as ratios. The tasks come
+in pairs of one kind; the first of each pair is ``tune``, the second ``held-out``. Per-task details go to a
+JSONL file under the data folder.
+
+Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
+for a thread that holds two earlier chat exchanges, ``--model 0.5b,1.5b`` for both in one run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.types import Command
+from rich.console import Console
+
+from workspace_agent.checkpoints.chatlog import PostgresRecords
+from workspace_agent.checkpoints.db import run
+from workspace_agent.checkpoints.savers import postgres_saver
+from workspace_agent.graphs.agent import build_graph
+from workspace_agent.graphs.context import Context
+from workspace_agent.providers.local_model import LocalModelServer
+from workspace_agent.providers.model_server import context_size
+from workspace_agent.providers.paths import data_home
+
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+os.environ.setdefault("MODEL_TIMEOUT", "900")  # a slow reply on a loaded machine is not a failed task
+WORKSPACE = "bench-chains"
+USER = "bench"
+BASELINE = "@agent What is 12*34?"
+#: Two short, unrelated chat exchanges put before a task with ``--history``.
+HISTORY = [
+    "Hello! In one short sentence: what colour is a clear daytime sky?",
+    "Thanks. In one short sentence: name a fruit that is yellow.",
+]
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+# --- the model under test -------------------------------------------------------------------------------
+
+
+class ModelUnderTest:
+    """A pinned local model served by this process, set as the graph's OpenAI-compatible endpoint.
+
+    The environment then says what ``providers.endpoint`` says of the embedded model: tools are prompted,
+    the call grammar is sent, the window is the server's. ``/metrics`` counts the prompt tokens it read.
+    """
+
+    def __init__(self, short: str) -> None:
+        self.short = short
+        os.environ["LOCAL_MODEL"] = short  # resolve_model_path picks (and if needed assembles) this pin
+        self.server = LocalModelServer(n_ctx=context_size()).start()
+        os.environ.update(
+            OPENAI_BASE_URL=self.server.base_url,
+            OPENAI_API_KEY="local",
+            CHAT_MODEL=self.server.model_name,
+            NATIVE_TOOL_CALLING="false",
+            CALL_GRAMMAR="true",
+            CONTEXT_WINDOW=str(self.server.n_ctx),
+        )
+        self.metrics_url = self.server.base_url.removesuffix("/v1") + "/metrics"
+
+    @property
+    def name(self) -> str:
+        """The served model's name."""
+        return self.server.model_name
+
+    async def counters(self) -> dict[str, float]:
+        """llama.cpp's running totals: prompt tokens read and taken from the cache, seconds, tokens written.
+
+        Only this process uses the server, so the difference of two readings is what happened between.
+        """
+        async with httpx.AsyncClient(timeout=30) as client:
+            text = (await client.get(self.metrics_url)).text
+        wanted = {
+            "llamacpp:prompt_tokens_total": "read",
+            "llamacpp:prompt_tokens_cached_total": "cached",
+            "llamacpp:prompt_seconds_total": "prompt_s",
+            "llamacpp:tokens_predicted_total": "written",
+            "llamacpp:tokens_predicted_seconds_total": "written_s",
+        }
+        found = {}
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in wanted:
+                found[wanted[name]] = float(value)
+        return found
+
+    def stop(self) -> None:
+        """Free the model's memory."""
+        self.server.stop()
+
+
+@contextmanager
+def served(short: str) -> Iterator[ModelUnderTest]:
+    """A pinned model (``0.5b`` or ``1.5b``) served for the length of a ``with`` block."""
+    model = ModelUnderTest(short)
+    try:
+        print(f"model {model.name} ({model.server.n_threads} threads)", flush=True)
+        yield model
+    finally:
+        model.stop()
+
+
+@dataclass
+class Session:
+    """The graph on the project's PostgreSQL saver, and the JSONL file a bench writes its details to."""
+
+    graph: Any
+    sink: TextIO
+    path: Path
+
+    def write(self, record: dict[str, Any]) -> None:
+        """One line of details, written at once (a run stopped half-way keeps what it measured)."""
+        self.sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.sink.flush()
+
+
+@asynccontextmanager
+async def session(name: str, out: str | None) -> AsyncIterator[Session]:
+    """The seeded bench workspace, the graph and a details file (default: ``<data>/bench/<name>-<time>``)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path(out or data_home() / "bench" / f"{name}-{stamp}.jsonl")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    await seed()
+    print(f"load average {os.getloadavg()[0]:.1f}; details in {path}", flush=True)
+    async with postgres_saver() as saver:
+        with path.open("a", encoding="utf-8") as sink:  # noqa: ASYNC230 - a bench, one writer, line by line
+            yield Session(build_graph(checkpointer=saver), sink, path)
+
+
+def difference(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    """What the server did between two readings of its counters."""
+    return {k: round(after.get(k, 0.0) - before.get(k, 0.0), 3) for k in after}
+
+
+def bench_context(**overrides: Any) -> Context:
+    """The bench workspace's settings: prompted calls (the local model's), no MCP servers, a bench user."""
+    return Context(workspace=WORKSPACE, user_id=USER, native_tool_calling=False, mcp_servers=[], **overrides)
+
+
+async def seed() -> None:
+    """Fill the bench workspace with the sample documents once, as the CLI's first chat does."""
+    from workspace_agent.cli.documents import seed_samples
+
+    await seed_samples(WORKSPACE, Console(stderr=True))
+
+
+# --- one turn -------------------------------------------------------------------------------------------
+
+
+def approve_all(request: dict[str, Any]) -> dict[str, Any]:
+    """The resume that approves every pending action request."""
+    return {"decisions": [{"type": "approve"} for _ in request.get("action_requests", [])]}
+
+
+async def plain_turn(graph: Any, text: str, config: dict, context: Context) -> tuple[dict, int]:
+    """Run one turn to its end, approving every request; the final values and the approvals granted."""
+    payload: Any = {"messages": [{"role": "user", "content": text}]}
+    approvals = 0
+    while True:
+        out = await graph.ainvoke(payload, config, context=context)
+        if "__interrupt__" not in out:
+            return out, approvals
+        request = out["__interrupt__"][0].value
+        approvals += len(request.get("action_requests", []))
+        payload = Command(resume=approve_all(request))
+
+
+def this_turn(messages: list[BaseMessage], text: str) -> list[BaseMessage]:
+    """The running turn's messages: from its user message (the last one carrying ``text``) on."""
+    starts = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and text in str(m.content)]
+    return messages[starts[-1] :] if starts else messages
+
+
+# --- tasks and their checks -----------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What a task's turn left: the answer, the notes it saved, the clock around it."""
+
+    answer: str
+    notes: list[str]
+    started: datetime
+    ended: datetime
+
+
+Check = Callable[[Outcome], bool]
+
+
+#: Dates and times of day, whose parts are not answers: "00:31" holds no 31 minutes since midnight.
+CLOCK = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:[+-]\d{2}:?\d{2}|Z)?)?|\d{1,2}:\d{2}(?::\d{2})?"
+)
+
+
+def numbers(text: str) -> list[float]:
+    """Every number written in ``text`` outside dates and times (``2,160`` and ``2160.0`` read as 2160)."""
+    found = []
+    for raw in re.findall(r"-?\d[\d,]*(?:\.\d+)?", CLOCK.sub(" ", text)):
+        try:
+            found.append(float(raw.replace(",", "")))
+        except ValueError:
+            continue
+    return found
+
+
+def says(value: float | Callable[[Outcome], set[float]], where: str = "answer") -> Check:
+    """The answer (or a saved note) writes this number (or one of the numbers a function of the clock)."""
+
+    def check(outcome: Outcome) -> bool:
+        wanted = value(outcome) if callable(value) else {float(value)}
+        texts = [outcome.answer] if where == "answer" else outcome.notes
+        return any(abs(n - w) < 1e-6 for t in texts for n in numbers(t) for w in wanted)
+
+    return check
+
+
+def note_says(value: float) -> Check:
+    """A note saved during the task writes this number."""
+    return says(value, where="note")
+
+
+def dates_of(outcome: Outcome) -> set[str]:
+    """Ways to write the task's date (the day it started or ended, in case midnight fell in between)."""
+    written = set()
+    for day in {outcome.started.date(), outcome.ended.date()}:
+        month = day.strftime("%B")
+        written |= {
+            day.isoformat(),
+            f"{month} {day.day}, {day.year}",
+            f"{month} {day.day} {day.year}",
+            f"{day.day} {month} {day.year}",
+            day.strftime("%d/%m/%Y"),
+            day.strftime("%m/%d/%Y"),
+        }
+    return written
+
+
+def note_with_date(outcome: Outcome) -> bool:
+    """A note names today's date."""
+    return any(d.lower() in n.lower() for n in outcome.notes for d in dates_of(outcome))
+
+
+def note_with_weekday(outcome: Outcome) -> bool:
+    """A note names today's weekday and no other."""
+    days = {WEEKDAYS[outcome.started.weekday()], WEEKDAYS[outcome.ended.weekday()]}
+    for note in outcome.notes:
+        named = {d for d in WEEKDAYS if d.lower() in note.lower()}
+        if named and named <= days:
+            return True
+    return False
+
+
+def minutes_since_midnight(outcome: Outcome) -> set[float]:
+    """The minutes since midnight at any moment of the task."""
+    moment, found = outcome.started, set()
+    while moment <= outcome.ended + timedelta(minutes=1):
+        found.add(float(moment.hour * 60 + moment.minute))
+        moment += timedelta(minutes=1)
+    return found
+
+
+def years_since_1990(outcome: Outcome) -> set[float]:
+    """The years from 1990 to this one."""
+    return {float(outcome.started.year - 1990), float(outcome.ended.year - 1990)}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One chain: what the person asks, which calls it takes, and how its outcome is checked."""
+
+    id: str
+    kind: str
+    prompt: str
+    check: Check
+    expected: str
+
+
+TASKS = [
+    # documents, then calculate (the price or figure is in samples/workspace)
+    Task("team-x3", "documents>calculate",
+         "@agent What would 3 installations of the Lanternfish Team plan cost per month in total?",
+         says(36), "36 (3 x 12 EUR)"),
+    Task("business-x4", "documents>calculate",
+         "@agent How much do 4 installations of the Lanternfish Business plan cost per month altogether?",
+         says(196), "196 (4 x 49 EUR)"),
+    Task("reset-seconds", "documents>calculate",
+         "@agent For how many seconds is Lanternfish's password reset link valid?",
+         says(900), "900 (15 minutes)"),
+    Task("retention-hours", "documents>calculate",
+         "@agent Lanternfish deletes old check results after some days. How many hours is that?",
+         says(2160), "2160 (90 days)"),
+    # the clock, then a note
+    Task("date-note", "datetime>note", "@agent Save a note with today's date in it.",
+         note_with_date, "a note with today's date"),
+    Task("weekday-note", "datetime>note", "@agent Save a note saying which weekday it is today.",
+         note_with_weekday, "a note naming today's weekday"),
+    # calculate, then a note
+    Task("product-note", "calculate>note", "@agent Compute 37*43 and save the result as a note.",
+         note_says(1591), "a note with 1591"),
+    Task("sum-note", "calculate>note", "@agent Calculate 125 * 8 + 7 and save a note with the result.",
+         note_says(1007), "a note with 1007"),
+    # calculate, then calculate with the first result
+    Task("add-after", "calculate>calculate", "@agent Compute 17*23, then add 100 to that result.",
+         says(491), "491"),
+    Task("divide-after", "calculate>calculate", "@agent What is 2**10? Then divide that result by 8.",
+         says(128), "128"),
+    # the clock, then calculate
+    Task("minutes-today", "datetime>calculate",
+         "@agent What time is it now, and how many minutes have passed since midnight?",
+         says(minutes_since_midnight), "hour*60+minute of now"),
+    Task("years-since", "datetime>calculate",
+         "@agent What is the current date, and how many years lie between 1990 and the current year?",
+         says(years_since_1990), "this year - 1990"),
+    # documents, then a note
+    Task("port-note", "documents>note",
+         "@agent Find the port Lanternfish's web interface listens on and save it as a note.",
+         note_says(8640), "a note with 8640"),
+    Task("memory-note", "documents>note",
+         "@agent Look up how much memory Lanternfish needs for up to 200 checks and save that as a note.",
+         note_says(512), "a note with 512"),
+    # documents, then calculate, then a note: three dependent calls
+    Task("business-6m-note", "documents>calculate>note",
+         "@agent Look up the monthly price of the Lanternfish Business plan, calculate what 6 months cost, "
+         "and save the result as a note.",
+         note_says(294), "a note with 294 (6 x 49)"),
+    Task("team-checks-note", "documents>calculate>note",
+         "@agent Find how many checks the Lanternfish Team plan includes, multiply that by 2, and save the "
+         "result as a note.",
+         note_says(500), "a note with 500 (2 x 250)"),
+]  # fmt: skip
+
+
+def split_of(index: int) -> str:
+    """The fixed rule: in pairs of one kind, the first of a pair is tuned on, the second held out."""
+    return "tune" if index % 2 == 0 else "held-out"
+
+
+def tasks_of(split: str) -> list[tuple[str, Task]]:
+    """The tasks of a split (``all`` for both), each with its split."""
+    return [(split_of(i), t) for i, t in enumerate(TASKS) if split in ("all", split_of(i))]
+
+
+# --- running --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    """One task's run, as written to the JSONL file."""
+
+    model: str
+    split: str
+    id: str
+    kind: str
+    prompt: str
+    ok: bool
+    answer: str
+    notes: list[str]
+    calls: list[dict[str, Any]]
+    rounds: int
+    seconds: float
+    approvals: int
+    stop_reason: str | None
+    history: bool
+    started: str = ""
+    ended: str = ""
+    server: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+
+async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, history: bool) -> Result:
+    """One task in a fresh thread (after two chat exchanges with ``history``), checked."""
+    config = {"configurable": {"thread_id": f"chains-{uuid.uuid4().hex}"}}
+    context = bench_context()
+    records = PostgresRecords()
+    if history:
+        for text in HISTORY:
+            await plain_turn(graph, text, config, context)
+    before_notes = await records.notes(WORKSPACE, USER)
+    before = await model.counters()
+    started, clock = datetime.now().astimezone(), time.perf_counter()
+    error, values, approvals = None, {}, 0
+    try:
+        values, approvals = await plain_turn(graph, task.prompt, config, context)
+    except Exception as exc:  # a failed turn is a task not done; the run goes on
+        error = f"{type(exc).__name__}: {exc}"[:500]
+    seconds = time.perf_counter() - clock
+    ended = datetime.now().astimezone()
+    server = difference(await model.counters(), before)
+    notes = (await records.notes(WORKSPACE, USER))[len(before_notes) :]
+    turn = this_turn(values.get("messages") or [], task.prompt)
+    asked = [m for m in turn if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls)]
+    ran = {m.tool_call_id: m.status for m in turn if isinstance(m, ToolMessage)}
+    calls = [
+        {"name": c["name"], "args": c["args"], "status": ran.get(c["id"] or "", "not run")}
+        for m in asked
+        for c in m.tool_calls
+    ]
+    last = turn[-1] if turn else None
+    answer = str(last.content) if isinstance(last, AIMessage) and not last.tool_calls else ""
+    outcome = Outcome(answer, notes, started, ended)
+    return Result(
+        model=model.short,
+        split=split,
+        id=task.id,
+        kind=task.kind,
+        prompt=task.prompt,
+        ok=error is None and task.check(outcome),
+        answer=answer,
+        notes=notes,
+        calls=calls,
+        rounds=len(asked),
+        seconds=round(seconds, 2),
+        approvals=approvals,
+        stop_reason=values.get("stop_reason"),
+        history=history,
+        started=started.isoformat(),
+        ended=ended.isoformat(),
+        server=server,
+        error=error,
+    )
+
+
+async def baseline(graph: Any, history: bool, label: str = "baseline") -> float:
+    """Seconds of a plain one-call task (one calculate call, then the answer), in a fresh thread."""
+    config = {"configurable": {"thread_id": f"chains-base-{uuid.uuid4().hex}"}}
+    context = bench_context()
+    if history:
+        for text in HISTORY:
+            await plain_turn(graph, text, config, context)
+    started = time.perf_counter()
+    values, _ = await plain_turn(graph, BASELINE, config, context)
+    seconds = time.perf_counter() - started
+    ok = 408.0 in numbers(str(values["messages"][-1].content))
+    print(f"  {label} {BASELINE!r}: {seconds:.1f} s{'' if ok else ' (answer wrong)'}", flush=True)
+    return seconds
+
+
+def summary(model: str, split: str, results: list[Result], base: float) -> dict[str, Any]:
+    """One row of the table."""
+    n = len(results) or 1
+    seconds = sum(r.seconds for r in results) / n
+    return {
+        "model": model,
+        "split": split,
+        "n": len(results),
+        "done": sum(r.ok for r in results) / n,
+        "calls": sum(len(r.calls) for r in results) / n,
+        "rounds": sum(r.rounds for r in results) / n,
+        "seconds": seconds,
+        "read": sum(r.server.get("read", 0) for r in results) / n,
+        "baseline": base,
+        "ratio": seconds / base if base else float("nan"),
+    }
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    """The figures per model and split."""
+    print(
+        f"\n{'model':<6} {'split':<9} {'n':>3} {'done':>6} {'calls/task':>10} {'rounds/task':>11} "
+        f"{'s/task':>7} {'tokens read/task':>16} {'baseline s':>10} {'ratio':>6}"
+    )
+    for r in rows:
+        print(
+            f"{r['model']:<6} {r['split']:<9} {r['n']:>3} {r['done']:>6.0%} {r['calls']:>10.2f} "
+            f"{r['rounds']:>11.2f} {r['seconds']:>7.1f} {r['read']:>16.0f} "
+            + (f"{r['baseline']:>10.1f} {r['ratio']:>5.1f}x" if r["baseline"] else f"{'-':>10} {'-':>6}")
+        )
+    print("ratio: seconds per task against the one-call baseline of the same run")
+
+
+async def bench(options: argparse.Namespace) -> None:
+    """Every model asked for: its baseline, the chosen tasks, the table and the JSONL details."""
+    chosen = tasks_of(options.split)[: options.limit or None]
+    rows = []
+    async with session("chains", options.out) as run_:
+        print(f"{len(chosen)} task(s)", flush=True)
+        for short in options.model.split(","):
+            with served(short) as model:
+                # the first turn loads the tool workers and fills the prompt cache: not a baseline
+                await baseline(run_.graph, options.history, label="warm-up")
+                bases = [await baseline(run_.graph, options.history)]
+                results: list[Result] = []
+                for i, (split, task) in enumerate(chosen, 1):
+                    result = await run_task(run_.graph, model, split, task, options.history)
+                    results.append(result)
+                    run_.write(asdict(result))
+                    shown = ", ".join(c["name"] for c in result.calls) or "no calls"
+                    said = (result.notes[-1] if result.notes else result.answer).replace("\n", " ")
+                    print(
+                        f"  [{i}/{len(chosen)}] {task.id:<17} {'ok ' if result.ok else 'BAD'} "
+                        f"{result.seconds:6.1f} s  {result.rounds} round(s): {shown}  "
+                        f"-> {said[:70]!r}" + (f"  {result.error[:80]}" if result.error else ""),
+                        flush=True,
+                    )
+                bases.append(await baseline(run_.graph, options.history))
+            base = statistics.median(bases)
+            for split in ("tune", "held-out"):
+                part = [r for r in results if r.split == split]
+                if part:
+                    rows.append(summary(short, split, part, base))
+            if len({r.split for r in results}) > 1:
+                rows.append(summary(short, "all", results, base))
+    print_table(rows)
+    print(f"details: {run_.path}")
+
+
+def rescore(path: Path) -> None:
+    """Check an earlier run's answers and notes again with today's checks, and print its table."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    by_id = {t.id: t for t in TASKS}
+    results = []
+    for row in rows:
+        started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
+        outcome = Outcome(row["answer"], row["notes"], started, ended)
+        row["ok"] = row["error"] is None and by_id[row["id"]].check(outcome)
+        print(f"  {row['model']:<5} {row['id']:<17} {'ok ' if row['ok'] else 'BAD'}")
+        results.append(Result(**row))
+    table = []
+    for model in dict.fromkeys(r.model for r in results):
+        for split in ("tune", "held-out", "all"):
+            part = [r for r in results if r.model == model and split in ("all", r.split)]
+            if part:
+                table.append(summary(model, split, part, 0.0))
+    print_table(table)
+
+
+def main() -> None:
+    """Parse the options and run."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=os.environ.get("LOCAL_MODEL") or "1.5b", help="0.5b, 1.5b or both")
+    parser.add_argument("--split", choices=["tune", "held-out", "all"], default="all")
+    parser.add_argument("--history", action="store_true", help="two earlier chat exchanges in each thread")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N tasks of the split")
+    parser.add_argument("--out", default=None, help="JSONL details (default: the data folder's bench/)")
+    parser.add_argument("--rescore", default=None, help="check an earlier run's JSONL again instead")
+    options = parser.parse_args()
+    if options.rescore:
+        rescore(Path(options.rescore))
+    else:
+        run(bench(options))
+
+
+if __name__ == "__main__":
+    main()
