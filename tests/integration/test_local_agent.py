@@ -21,7 +21,7 @@ def local_model():
     from workspace_agent.providers.local_model import ensure_local_model_server
 
     server = ensure_local_model_server()
-    return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0, max_tokens=128)
+    return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0, max_tokens=128, stream_chunk_timeout=600)
 
 
 @pytest.mark.parametrize(

@@ -55,7 +55,7 @@ def local_model() -> ChatOpenAI:
     from workspace_agent.providers.local_model import ensure_local_model_server
 
     server = ensure_local_model_server()
-    return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0)
+    return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0, stream_chunk_timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def small_model() -> Iterator[ChatOpenAI]:
 
     server = LocalModelServer(ensure_model_file(pin=PINS["0.5b"])).start()
     assert server.model_name == PINS["0.5b"].name
-    yield ChatOpenAI(**server.chat_openai_kwargs(), temperature=0)
+    yield ChatOpenAI(**server.chat_openai_kwargs(), temperature=0, stream_chunk_timeout=600)
     server.stop()
 
 

@@ -31,7 +31,7 @@ def local_model() -> ChatOpenAI:
     from workspace_agent.providers.local_model import ensure_local_model_server
 
     server = ensure_local_model_server()
-    return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0)
+    return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0, stream_chunk_timeout=600)
 
 
 @pytest.fixture(autouse=True)
