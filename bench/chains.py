@@ -12,13 +12,14 @@ so the checkout's shared model server and whoever uses it are left alone.
 
 Per model and split it prints tasks done, tool calls and tool rounds (model calls that asked for tools) per
 task, seconds per task and prompt tokens the server read per task, and as the baseline of the same run the
-seconds of a plain one-call task (``@agent What is 12*34?``, after one untimed warm-up turn; the median of
-one run before the tasks and one after), so figures of a noisy machine compare as ratios. The tasks come
-in pairs of one kind; the first of each pair is ``tune``, the second ``held-out``. Per-task details go to a
-JSONL file under the data folder.
+seconds of a plain one-call task (``@agent What is 12*34?`` and the like, after one untimed warm-up turn;
+the median of one before the tasks and one after), so figures of a noisy machine compare as ratios. The
+tasks come in pairs of one kind; the first of each pair is ``tune``, the second ``held-out``. Per-task
+details go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
-for a thread that holds two earlier chat exchanges, ``--model 0.5b,1.5b`` for both in one run).
+for a thread that holds two earlier chat exchanges, ``--model 0.5b,1.5b`` for both in one run, ``--results
+digest|messages`` for how the model reads a round's results).
 """
 
 from __future__ import annotations
@@ -55,12 +56,15 @@ os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("MODEL_TIMEOUT", "900")  # a slow reply on a loaded machine is not a failed task
 WORKSPACE = "bench-chains"
 USER = "bench"
-BASELINE = "@agent What is 12*34?"
+#: The one-call tasks of the baseline: the warm-up's, then the one before the tasks and the one after. Each
+#: asks another product, so llama.cpp's in-memory prompt cache cannot serve a repeated prompt whole.
+BASELINE = [(17, 19), (12, 34), (23, 47)]
 #: Two short, unrelated chat exchanges put before a task with ``--history``.
 HISTORY = [
     "Hello! In one short sentence: what colour is a clear daytime sky?",
     "Thanks. In one short sentence: name a fruit that is yellow.",
 ]
+RESULTS_HELP = "how the model reads a round's results (providers.prompted.RESULTS_AS; default: the code's)"
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -155,6 +159,21 @@ async def session(name: str, out: str | None) -> AsyncIterator[Session]:
     async with postgres_saver() as saver:
         with path.open("a", encoding="utf-8") as sink:  # noqa: ASYNC230 - a bench, one writer, line by line
             yield Session(build_graph(checkpointer=saver), sink, path)
+
+
+def results_as(choice: str | None) -> str:
+    """How the prompted model reads a round's results; ``choice`` sets ``prompted.RESULTS_AS`` first.
+
+    ``digest`` folds them into the user message as plain text, ``messages`` gives the calls and tool messages
+    as the chat template renders them. Code without the setting has the digest only.
+    """
+    from workspace_agent.providers import prompted
+
+    if choice is not None:
+        if not hasattr(prompted, "RESULTS_AS"):
+            raise SystemExit("--results: this code's providers.prompted has no RESULTS_AS (the digest only)")
+        prompted.RESULTS_AS = choice  # type: ignore[attr-defined]
+    return str(getattr(prompted, "RESULTS_AS", "digest"))
 
 
 def difference(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
@@ -392,6 +411,7 @@ class Result:
     approvals: int
     stop_reason: str | None
     history: bool
+    results: str = "digest"
     started: str = ""
     ended: str = ""
     server: dict[str, float] = field(default_factory=dict)
@@ -444,6 +464,7 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
         approvals=approvals,
         stop_reason=values.get("stop_reason"),
         history=history,
+        results=results_as(None),
         started=started.isoformat(),
         ended=ended.isoformat(),
         server=server,
@@ -451,18 +472,22 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
     )
 
 
-async def baseline(graph: Any, history: bool, label: str = "baseline") -> float:
-    """Seconds of a plain one-call task (one calculate call, then the answer), in a fresh thread."""
+async def baseline(graph: Any, history: bool, n: int) -> float:
+    """Seconds of the ``n``-th plain one-call task (a calculate call, then the answer), in a fresh thread."""
     config = {"configurable": {"thread_id": f"chains-base-{uuid.uuid4().hex}"}}
     context = bench_context()
     if history:
         for text in HISTORY:
             await plain_turn(graph, text, config, context)
     started = time.perf_counter()
-    values, _ = await plain_turn(graph, BASELINE, config, context)
+    a, b = BASELINE[n]
+    values, _ = await plain_turn(graph, f"@agent What is {a}*{b}?", config, context)
     seconds = time.perf_counter() - started
-    ok = 408.0 in numbers(str(values["messages"][-1].content))
-    print(f"  {label} {BASELINE!r}: {seconds:.1f} s{'' if ok else ' (answer wrong)'}", flush=True)
+    ok = a * b in numbers(str(values["messages"][-1].content))
+    label = "warm-up" if n == 0 else "baseline"
+    print(
+        f"  {label} '@agent What is {a}*{b}?': {seconds:.1f} s{'' if ok else ' (answer wrong)'}", flush=True
+    )
     return seconds
 
 
@@ -504,12 +529,13 @@ async def bench(options: argparse.Namespace) -> None:
     chosen = tasks_of(options.split)[: options.limit or None]
     rows = []
     async with session("chains", options.out) as run_:
-        print(f"{len(chosen)} task(s)", flush=True)
+        results_read = results_as(options.results)
+        print(f"{len(chosen)} task(s); a round's results read as {results_read}", flush=True)
         for short in options.model.split(","):
             with served(short) as model:
                 # the first turn loads the tool workers and fills the prompt cache: not a baseline
-                await baseline(run_.graph, options.history, label="warm-up")
-                bases = [await baseline(run_.graph, options.history)]
+                await baseline(run_.graph, options.history, 0)
+                bases = [await baseline(run_.graph, options.history, 1)]
                 results: list[Result] = []
                 for i, (split, task) in enumerate(chosen, 1):
                     result = await run_task(run_.graph, model, split, task, options.history)
@@ -523,7 +549,7 @@ async def bench(options: argparse.Namespace) -> None:
                         f"-> {said[:70]!r}" + (f"  {result.error[:80]}" if result.error else ""),
                         flush=True,
                     )
-                bases.append(await baseline(run_.graph, options.history))
+                bases.append(await baseline(run_.graph, options.history, 2))
             base = statistics.median(bases)
             for split in ("tune", "held-out"):
                 part = [r for r in results if r.split == split]
@@ -563,6 +589,7 @@ def main() -> None:
     parser.add_argument("--history", action="store_true", help="two earlier chat exchanges in each thread")
     parser.add_argument("--limit", type=int, default=0, help="only the first N tasks of the split")
     parser.add_argument("--out", default=None, help="JSONL details (default: the data folder's bench/)")
+    parser.add_argument("--results", choices=["digest", "messages"], default=None, help=RESULTS_HELP)
     parser.add_argument("--rescore", default=None, help="check an earlier run's JSONL again instead")
     options = parser.parse_args()
     if options.rescore:

@@ -16,6 +16,10 @@ for whole) has no first token on the client, and its row says so. Either way the
 printed beside it: the prompt tokens llama.cpp read and took from its cache and the seconds it spent
 reading, from its ``/metrics`` counters around each ``call_model`` (only this process uses the server).
 
+Every run asks other questions (llama.cpp keeps earlier prompts' states in memory and would serve a repeat
+whole), in this order: the chat turn, then the ``@agent`` turn, so its round 1 follows a chat turn, as a
+person's first ``@agent`` message after chatting does.
+
 The goals (DESIGN §4, issue 18): round 2 reads at most 25 % of round 1's prompt tokens when the tool result
 is under 200 tokens, and round 2 and later turns take at most half of round 1's time to first token.
 
@@ -33,23 +37,40 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from chains import ModelUnderTest, approve_all, bench_context, difference, served, session
+from chains import (
+    RESULTS_HELP,
+    ModelUnderTest,
+    approve_all,
+    bench_context,
+    difference,
+    results_as,
+    served,
+    session,
+)
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langgraph.types import Command
 
 from workspace_agent.checkpoints.db import run
 
-CHAT = "Hello! In one short sentence: what is a lighthouse?"
-AGENT = "@agent What is 12*34?"
-#: Five short chat turns of one thread, for (d).
-THREAD = [
-    "Hello! In one short sentence: what is a lighthouse?",
-    "In one short sentence: what is a harbour?",
-    "In one short sentence: what is a tide?",
-    "In one short sentence: what is a buoy?",
-    "In one short sentence: what is a compass?",
-]
-WARM_UP = "Hi! In one short sentence: what is a river?"
+#: Things to ask about in chat turns: each turn asks about another, so no prompt is a repeat that llama.cpp's
+#: prompt cache (it keeps earlier prompts' states in memory) would serve whole.
+THINGS = (
+    "lighthouse harbour tide buoy compass glacier volcano canyon meadow delta fjord lagoon reef dune geyser "
+    "marsh prairie tundra atoll estuary plateau ravine moraine cove"
+).split()
+#: Products the @agent turns ask for, one per run (the first for the warm-up).
+PRODUCTS = [(17, 19), (12, 34), (23, 47), (31, 29), (46, 13), (52, 27), (38, 61), (44, 44)]
+
+
+def chat_text(n: int) -> str:
+    """The ``n``-th chat question (a short answer is asked for, so a turn costs seconds, not minutes)."""
+    return f"Hello! In one short sentence: what is a {THINGS[n % len(THINGS)]}?"
+
+
+def agent_text(n: int) -> str:
+    """The ``n``-th @agent question: one calculate call, then the answer."""
+    a, b = PRODUCTS[n % len(PRODUCTS)]
+    return f"@agent What is {a}*{b}?"
 
 
 @dataclass
@@ -165,13 +186,13 @@ class Sample:
     thread: list[Turn]
 
 
-async def sample(graph: Any, model: ModelUnderTest) -> Sample:
-    """(a), (b, c) and (d) once, each in fresh threads."""
-    chat = await streamed_turn(graph, model, CHAT, f"ttft-{uuid.uuid4().hex}")
-    agent = await streamed_turn(graph, model, AGENT, f"ttft-{uuid.uuid4().hex}")
+async def sample(graph: Any, model: ModelUnderTest, n: int) -> Sample:
+    """(a), (b, c) and (d) once, each in fresh threads, asking run ``n``'s questions."""
+    chat = await streamed_turn(graph, model, chat_text(6 * n), f"ttft-{uuid.uuid4().hex}")
+    agent = await streamed_turn(graph, model, agent_text(n + 1), f"ttft-{uuid.uuid4().hex}")
     thread, turns = f"ttft-{uuid.uuid4().hex}", []
-    for text in THREAD:
-        turns.append(await streamed_turn(graph, model, text, thread))
+    for k in range(1, 6):
+        turns.append(await streamed_turn(graph, model, chat_text(6 * n + k), thread))
     return Sample(chat, agent, turns)
 
 
@@ -256,16 +277,17 @@ def report(short: str, samples: list[Sample]) -> None:
 async def bench(options: argparse.Namespace) -> None:
     """Every model asked for: a warm-up turn, then ``--runs`` samples, printed and written as JSONL."""
     async with session("first-token", options.out) as run_:
+        print(f"a round's results read as {results_as(options.results)}", flush=True)
         for short in options.model.split(","):
             samples = []
             with served(short) as model:
                 # the first requests after loading are slower, and the first tool call starts the tool
                 # workers: a running server has done both
-                for text in (WARM_UP, AGENT):
+                for text in ("Hi! In one short sentence: what is a river?", agent_text(0)):
                     await streamed_turn(run_.graph, model, text, f"ttft-{uuid.uuid4().hex}")
                 for n in range(options.runs):
                     started = time.perf_counter()
-                    one = await sample(run_.graph, model)
+                    one = await sample(run_.graph, model, n)
                     samples.append(one)
                     run_.write({"model": short, "run": n, **asdict(one)})
                     print(
@@ -283,6 +305,7 @@ def main() -> None:
     parser.add_argument("--model", default="0.5b,1.5b", help="0.5b, 1.5b or both (comma-separated)")
     parser.add_argument("--runs", type=int, default=2, help="samples per model (medians printed)")
     parser.add_argument("--out", default=None, help="JSONL details (default: the data folder's bench/)")
+    parser.add_argument("--results", choices=["digest", "messages"], default=None, help=RESULTS_HELP)
     options = parser.parse_args()
     run(bench(options))
 
