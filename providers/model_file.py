@@ -12,10 +12,15 @@ folder and checks the result against a pinned sha256:
   often writes too few calls or wrong values (25-40 %), and single calls drop to 60-65 %.
 
 ``LOCAL_MODEL`` picks one; ``LOCAL_MODEL_PATH`` names any other GGUF instead.
+
+The assembled file lives in the data folder, which every venv of a checkout shares, so only the venv that
+assembles needs the chunk wheels: ``make serve``'s venv has none and serves the file the main venv assembled
+(``python -m workspace_agent.providers.model_file`` assembles it, and ``make serve`` runs that first).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.metadata
 import os
@@ -294,12 +299,22 @@ def ensure_model_file(
     Returns:
         The path of the verified GGUF file.
 
+    Raises:
+        LocalModelError: The file is not assembled yet and this venv has no chunk wheels to assemble it from.
+
     """
     pin = pin or pinned_model()
     dest = (cache_dir or default_model_cache_dir()) / pin.filename
     if dest.is_file() and dest.stat().st_size == pin.size:
         return dest
-    return assemble_model(find_model_chunks(pin), dest, progress=progress, pin=pin)
+    try:
+        chunks = find_model_chunks(pin)
+    except LocalModelError as exc:
+        raise LocalModelError(
+            f"{exc}. A venv without them (such as make serve's) serves {dest} once a venv that has them "
+            "assembled it: python -m workspace_agent.providers.model_file"
+        ) from None
+    return assemble_model(chunks, dest, progress=progress, pin=pin)
 
 
 def resolve_model_path(cache_dir: Path | None = None, progress: ProgressCallback | None = None) -> Path:
@@ -321,3 +336,30 @@ def resolve_model_path(cache_dir: Path | None = None, progress: ProgressCallback
             raise LocalModelError(f"{MODEL_PATH_ENV}={configured!r} is not a file")
         return path.resolve()
     return ensure_model_file(cache_dir, progress)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Assemble the model ``LOCAL_MODEL`` chooses into the data folder unless it is there; print its path.
+
+    ``make serve`` runs this with the main venv, which has the chunk wheels, before it starts the serving
+    venv, which has none: both find the one verified file in the data folder they share. With an endpoint
+    configured (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``) no local model is needed, and none is assembled.
+    """
+    from workspace_agent.providers.endpoint import model_settings
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.parse_args(argv)
+    settings = model_settings()
+    if settings.kind != "local":
+        print(f"no local model needed: the model is {settings.model} at {settings.base_url}")
+        return
+
+    def report(done: int, total: int) -> None:
+        if done == 0:
+            print(f"assembling {pinned_model().name} from its chunks ({total / 1e9:.1f} GB)", flush=True)
+
+    print(resolve_model_path(progress=report))
+
+
+if __name__ == "__main__":
+    main()

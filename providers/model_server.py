@@ -6,6 +6,8 @@ The look-and-start runs under a file lock, so two processes starting at once get
 clash (llama.cpp picks a free loopback port; the record says which). The server outlives the process that
 started it: a CLI and a dev server share one model in memory, and the second start costs a file read.
 ``workspace-agent model stop`` stops it, as ``workspace-agent db stop`` stops the embedded database.
+Its window (``LOCAL_MODEL_CONTEXT``) and threads (``LOCAL_MODEL_THREADS``) are the deployment's settings: a
+server running with others is replaced at the next use.
 
 Run as ``python -m workspace_agent.providers.model_server --model FILE`` it is that server.
 """
@@ -29,6 +31,7 @@ from pathlib import Path
 
 import httpx
 
+from workspace_agent.providers.local_model import thread_count
 from workspace_agent.providers.model_file import (
     MODEL_PATH_ENV,
     LocalModelError,
@@ -57,6 +60,8 @@ class RunningModel:
     n_ctx: int
     pid: int
     model_path: str
+    #: Threads llama.cpp computes with; 0 in a record written before the setting existed (so it restarts).
+    n_threads: int = 0
 
     def chat_openai_kwargs(self) -> dict[str, str]:
         """``base_url``, ``api_key`` and ``model`` for ``ChatOpenAI(**kwargs)`` (the server checks no key)."""
@@ -81,6 +86,12 @@ def _wanted_path() -> str:
     if configured:
         return str(Path(configured).expanduser().resolve())
     return str(default_model_cache_dir() / pinned_model().filename)
+
+
+def _serves_wanted(model: RunningModel) -> bool:
+    """The server runs with what this process's settings ask for: model file, window and threads."""
+    wanted = (_wanted_path(), context_size(), thread_count())
+    return (model.model_path, model.n_ctx, model.n_threads) == wanted
 
 
 def _files(home: Path) -> tuple[Path, Path, Path]:
@@ -150,14 +161,14 @@ def shared_model_server(progress: ProgressCallback | None = None) -> RunningMode
     """
     home = data_home()
     found = find_shared_model()
-    if found and found.model_path == _wanted_path() and found.n_ctx == context_size():
+    if found and _serves_wanted(found):
         return found
     with _locked(home):
         current = _read(home)
         if current and _healthy(current):
-            if current.model_path == _wanted_path() and current.n_ctx == context_size():
+            if _serves_wanted(current):
                 return current
-            _stop(current)  # another model or window was asked for: the setting changed
+            _stop(current)  # another model, window or thread count was asked for: a setting changed
         return _start(home, progress)
 
 
@@ -173,7 +184,7 @@ def _start(home: Path, progress: ProgressCallback | None) -> RunningModel:
     command = [sys.executable, "-m", __name__, "--model", str(path), "--name", name, "--n-ctx"]
     with log.open("ab") as out:
         child = subprocess.Popen(
-            [*command, str(context_size())],
+            [*command, str(context_size()), "--threads", str(thread_count())],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -227,12 +238,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--n-ctx", type=int, default=DEFAULT_CONTEXT)
+    parser.add_argument("--threads", type=int, default=None, help="default: LOCAL_MODEL_THREADS's rule")
     args = parser.parse_args(argv)
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stopped.set())
-    server = LocalModelServer(Path(args.model), model_name=args.name, n_ctx=args.n_ctx).start()
-    model = RunningModel(server.base_url, server.model_name, server.n_ctx, os.getpid(), args.model)
+    server = LocalModelServer(
+        Path(args.model), model_name=args.name, n_ctx=args.n_ctx, n_threads=args.threads
+    ).start()
+    model = RunningModel(
+        server.base_url, server.model_name, server.n_ctx, os.getpid(), args.model, server.n_threads
+    )
     record = _files(data_home())[0]
     temp = record.with_suffix(".tmp")
     temp.write_text(json.dumps(asdict(model)))

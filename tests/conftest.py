@@ -21,12 +21,31 @@ from tests.support.helpers import free_port
 from workspace_agent.providers.scripted import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
+#: A real-model test's time limit: it is there to catch a hang, and a 1.5B model on two busy cores took 84 s
+#: for a test alone and over 120 s (pyproject's limit for every other test) beside other work.
+LOCAL_MODEL_TIMEOUT = 600
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give ``local_model`` tests :data:`LOCAL_MODEL_TIMEOUT` unless they set a limit or ``--timeout`` did."""
+    if config.getoption("timeout", None) is not None:
+        return
+    for item in items:
+        if item.get_closest_marker("local_model") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(LOCAL_MODEL_TIMEOUT))
 
 
 @pytest.fixture(scope="session", autouse=True)
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A data folder of the test session: embedded database, token cache."""
+    """A data folder of the test session: embedded database, token cache.
+
+    Its ``models`` is the checkout's own: the pinned models are assembled and verified there once, as
+    ``make run`` does, instead of 1.6 GB again in every session's temporary folder.
+    """
     path = str(tmp_path_factory.mktemp("home"))
+    models = ROOT / ".workspace-agent" / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    (Path(path) / "models").symlink_to(models, target_is_directory=True)
     os.environ["WORKSPACE_AGENT_HOME"] = path
     os.environ.setdefault("LANGSMITH_TRACING", "false")
     yield path

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import asdict
+from pathlib import Path
+
 import pytest
 
 from workspace_agent.graphs.context import Context
+from workspace_agent.providers import model_server
 from workspace_agent.providers.endpoint import DEFAULT_TIMEOUT, LOCAL_TIMEOUT, model_settings
+from workspace_agent.providers.local_model import LocalModelServer, default_threads, thread_count
 from workspace_agent.providers.model_file import (
     DEFAULT_PIN,
     PINS,
     LocalModelError,
     ModelPin,
+    ensure_model_file,
     find_model_chunks,
     pinned_model,
     served_name,
@@ -21,7 +28,8 @@ SETTINGS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALL
 
 @pytest.fixture
 def bare(monkeypatch):
-    for name in (*SETTINGS, "LOCAL_MODEL_CONTEXT", "LOCAL_MODEL_PATH", "LOCAL_MODEL", "MODEL_TIMEOUT"):
+    local = ("LOCAL_MODEL_CONTEXT", "LOCAL_MODEL_PATH", "LOCAL_MODEL", "LOCAL_MODEL_THREADS", "MODEL_TIMEOUT")
+    for name in (*SETTINGS, *local):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -91,3 +99,41 @@ def test_missing_chunk_wheels_say_which_extra_installs_them():
     pin = ModelPin("m", "m.gguf", "0" * 64, 1, ("workspace-agent-no-such-chunks",), "1.0", "local-m")
     with pytest.raises(LocalModelError, match=r"not installed.*pip install -e '\.\[local-m\]'"):
         find_model_chunks(pin)
+
+
+def test_an_assembled_model_needs_no_chunk_wheels(tmp_path):
+    """The serving venv has no chunk wheels: it serves the file another venv assembled in the data folder."""
+    pin = ModelPin("m", "m.gguf", "0" * 64, 16, ("workspace-agent-no-such-chunks",), "1.0", "local-m")
+    with pytest.raises(LocalModelError, match=r"not installed.*-m workspace_agent\.providers\.model_file"):
+        ensure_model_file(tmp_path, pin=pin)
+    (tmp_path / "m.gguf").write_bytes(b"x" * 16)
+    assert ensure_model_file(tmp_path, pin=pin) == tmp_path / "m.gguf"
+
+
+def test_threads_default_to_one_on_two_cores_and_leave_a_core_free_on_more():
+    assert [default_threads(cores) for cores in (1, 2, 3, 4, 8)] == [1, 1, 2, 3, 7]
+
+
+def test_local_model_threads_is_the_deployments_setting(bare):
+    cores = len(os.sched_getaffinity(0))
+    assert thread_count() == default_threads(cores)
+    assert LocalModelServer(Path("m.gguf")).n_threads == default_threads(cores)  # nothing loads yet
+    bare.setenv("LOCAL_MODEL_THREADS", " 1 ")
+    assert thread_count() == 1 and LocalModelServer(Path("m.gguf")).n_threads == 1
+    assert LocalModelServer(Path("m.gguf"), n_threads=2).n_threads == 2  # a caller's own choice wins
+
+
+@pytest.mark.parametrize("value", ["two", "0", "-1", "1.5", "10000"])
+def test_a_bad_thread_count_names_the_variable(bare, value):
+    bare.setenv("LOCAL_MODEL_THREADS", value)
+    with pytest.raises(LocalModelError, match="LOCAL_MODEL_THREADS="):
+        thread_count()
+
+
+def test_a_shared_server_from_before_the_thread_setting_is_replaced(bare):
+    """A record without ``n_threads`` still reads (so its server is stopped, not orphaned), and differs."""
+    wanted = {"model_path": model_server._wanted_path(), "n_ctx": 4096}
+    old = model_server.RunningModel(base_url="http://127.0.0.1:9/v1", model_name="m", pid=1, **wanted)
+    assert old.n_threads == 0 and not model_server._serves_wanted(old)
+    current = model_server.RunningModel(**{**asdict(old), "n_threads": thread_count()})
+    assert model_server._serves_wanted(current)
