@@ -23,6 +23,7 @@ from workspace_agent.graphs.forks import fork_of
 from workspace_agent.graphs.state import AgentState, Decision, decision
 from workspace_agent.nodes.history import turn_start
 from workspace_agent.nodes.route import EXECUTED_PREFIX
+from workspace_agent.providers.prompted import WAITING
 from workspace_agent.providers.tokens import message_text
 from workspace_agent.skills.toolset import Services, Toolset
 
@@ -86,6 +87,14 @@ def earlier_results(messages: list[AnyMessage]) -> dict[str, str]:
     }
     calls = [c for m in turn[:-1] if isinstance(m, AIMessage) for c in m.tool_calls]
     return {call_key(c): results[c["id"]] for c in calls if c["id"] in results}
+
+
+def _not_run(error: str | None) -> str:
+    """Why an invalid call did not run: a call waiting for a result, or arguments that are not JSON."""
+    if error and WAITING in error:
+        return f"Not run: {error}."
+    why = error or "parse error"
+    return f"Not run: the arguments are not valid JSON ({why}). Send the call again with JSON arguments."
 
 
 def _answer(call_id: str, name: str, text: str) -> ToolMessage:
@@ -157,8 +166,7 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
             _answer(
                 bad.get("id") or "",
                 bad.get("name") or "",
-                f"Not run: the arguments are not valid "
-                f"JSON ({bad.get('error') or 'parse error'}). Send the call again with JSON arguments.",
+                _not_run(bad.get("error")),
             )
         )
     budget = max(ctx.max_tool_calls - state.get("tool_calls_made", 0), 0)

@@ -11,7 +11,13 @@ from langgraph.runtime import Runtime
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, Decision, decision
 from workspace_agent.nodes.trim import assemble
-from workspace_agent.providers.prompted import digest, names_a_tool, prompted_turn, withheld_call
+from workspace_agent.providers.prompted import (
+    digest,
+    names_a_tool,
+    prompted_turn,
+    waiting_calls,
+    withheld_call,
+)
 from workspace_agent.providers.streaming import progress
 from workspace_agent.providers.tokens import message_text
 from workspace_agent.skills.toolset import Services
@@ -48,6 +54,7 @@ async def _prompted(
         window=ctx.window,
         grammar=grammar,
         answer_only=withheld,
+        calls_only=waiting_calls(request),
     )
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"

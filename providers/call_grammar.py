@@ -131,7 +131,13 @@ class _Grammar:
         return self.rule(f"{hint}-obj", f'"{{" ws {body} ws "}}"')
 
 
-def call_grammar(tools: list[BaseTool], schemas: dict[str, dict[str, Any]], *, reopened: bool = False) -> str:
+def call_grammar(
+    tools: list[BaseTool],
+    schemas: dict[str, dict[str, Any]],
+    *,
+    reopened: bool = False,
+    calls_only: bool = False,
+) -> str:
     """The GBNF grammar for a reply to a prompted call: plain text, or calls of these tools.
 
     Args:
@@ -139,6 +145,8 @@ def call_grammar(tools: list[BaseTool], schemas: dict[str, dict[str, Any]], *, r
         schemas: Each tool's arguments as JSON schema, by tool name.
         reopened: The reply goes on from a list reopened after its last call and a comma
             (``providers.more_calls``): the next call, any further ones, and the list's close.
+        calls_only: The reply is calls, no text: the model's own last reply left a call waiting for a result
+            that is now in (``catalog.placeholders``), so this round writes it.
 
     Returns:
         The grammar text, rule ``root`` first.
@@ -161,7 +169,7 @@ def call_grammar(tools: list[BaseTool], schemas: dict[str, dict[str, Any]], *, r
     head = [
         'root ::= ws call ( ws "," ws call ){0,14} ws "]" ( ws "```" )?'
         if reopened
-        else 'root ::= calls | "```json" ws calls ws "```" | text',
+        else 'root ::= calls | "```json" ws calls ws "```"' + ("" if calls_only else " | text"),
         'calls ::= "[" ws call ( ws "," ws call ){0,15} ws "]" | call',
         "call ::= " + (" | ".join(calls) if calls else "object"),
     ]

@@ -26,6 +26,9 @@ INSTRUCTIONS = (
     "for. Write numbers and true/false without quotes. When no tool helps, answer the user in plain text."
 )
 _WORD = re.compile(r"[a-z0-9]+")
+_SLOT = re.compile(r"<([A-Za-z_]\w*)>")
+#: Words a model puts in angle brackets for a value it does not have yet, beside tool and argument names.
+_SLOT_WORDS = {"result", "value", "output", "answer", "code", "number"}
 #: Share of the window trim keeps free for a prompted call's catalog (which is cut to what is left).
 CATALOG_SHARE = 0.3
 
@@ -202,3 +205,30 @@ def with_reminder(messages: list[BaseMessage]) -> list[BaseMessage]:
         user.model_copy(update={"content": message_text(user) + REMINDER}),
         *messages[last + 1 :],
     ]
+
+
+def placeholders(args: dict[str, Any], tools: dict[str, dict[str, Any]]) -> list[str]:
+    """The ``<slots>`` a call's arguments hold where a value belongs, written for a result not yet had.
+
+    Asked for two dependent steps at once, a small model writes both calls in one list and fills the second
+    one's argument with a slot in the catalog's own example style: ``"3 * <secret_code>"``. Such a call asks
+    for nothing that can run yet; it is sent back, to be written again once the first call's result is in.
+    A slot counts only when it names an offered tool, an argument, or a word like ``result``, so text that
+    merely contains angle brackets passes.
+    """
+    known = {n.lower() for n in tools} | _SLOT_WORDS
+    known |= {k.lower() for s in tools.values() for k in (s.get("properties") or {})}
+    found = []
+    for value in _strings(args):
+        found += [m.group(0) for m in _SLOT.finditer(value) if m.group(1).lower() in known]
+    return found
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []

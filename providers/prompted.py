@@ -21,7 +21,14 @@ from langchain_core.tools import BaseTool
 
 from workspace_agent.providers.call_grammar import TEXT_GRAMMAR, call_grammar
 from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
-from workspace_agent.providers.catalog import coerce, fit_tools, schema_of, with_catalog, with_reminder
+from workspace_agent.providers.catalog import (
+    coerce,
+    fit_tools,
+    placeholders,
+    schema_of,
+    with_catalog,
+    with_reminder,
+)
 from workspace_agent.providers.more_calls import CONTINUE_AT, MAX_REOPENINGS, more_probability, reopened
 from workspace_agent.providers.streaming import ask
 from workspace_agent.providers.tokens import count, count_messages, message_text
@@ -35,6 +42,8 @@ MIN_ROOM = 48  # reply tokens a reopened list needs at least: about one more cal
 #: ``"messages"``, the calls and tool messages as the chat template renders them. ``bench/chains.py
 #: --results`` measures both on the same tasks.
 RESULTS_AS = "digest"
+#: The error of a call written with a slot for a result not yet had (``catalog.placeholders``).
+WAITING = "stands where a value belongs: write this call again now, with the value from the results"
 
 
 def parse_tool_calls(text: str, names: set[str]) -> list[dict[str, Any]]:
@@ -65,6 +74,7 @@ async def prompted_turn(
     window: int | None = None,
     grammar: bool = False,
     answer_only: bool = False,
+    calls_only: bool = False,
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
@@ -83,6 +93,9 @@ async def prompted_turn(
         answer_only: The turn's tool budget is spent: the catalog stays in the prompt (its prefix is what
             the server has cached) but the reply is asked for as text, under a grammar that admits nothing
             else where the endpoint takes one, and is not read for calls.
+        calls_only: The model's last reply left a call waiting for a result that is now in: under the
+            grammar this reply is calls only, so the model writes the step it planned (which call, and its
+            arguments, stay its choice).
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -98,7 +111,7 @@ async def prompted_turn(
         options["extra_body"] = {"grammar": TEXT_GRAMMAR}
     elif grammar and offered:
         options.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
-        options["extra_body"] = {"grammar": call_grammar(offered, schemas)}
+        options["extra_body"] = {"grammar": call_grammar(offered, schemas, calls_only=calls_only)}
     prompt = with_catalog(request if answer_only else with_reminder(request), offered)
     refused = None
     try:
@@ -131,9 +144,14 @@ async def prompted_turn(
     calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
     if calls or invalid:
         calls, repeats = _once_each([{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls])
+        calls, waiting = _ready(calls, schemas)
         meta = {**response.response_metadata, "prompted_text": text}
         message = AIMessage(
-            "", tool_calls=calls, invalid_tool_calls=invalid, id=response.id, response_metadata=meta
+            "",
+            tool_calls=calls,
+            invalid_tool_calls=[*invalid, *waiting],
+            id=response.id,
+            response_metadata=meta,
         )
         return replace(turn, message=message, repeats=repeats)
     if names_a_tool(text):
@@ -177,6 +195,30 @@ async def _reopen(
         prefix = head
         chances.append(more)
     return text, chances
+
+
+def _ready(
+    calls: list[dict[str, Any]], schemas: dict[str, dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The calls that can run, and those waiting for a result (``catalog.placeholders``) as invalid calls."""
+    ready, waiting = [], []
+    for call in calls:
+        slots = placeholders(call["args"], schemas)
+        if not slots:
+            ready.append(call)
+            continue
+        error = f"{', '.join(dict.fromkeys(slots))} {WAITING}"
+        args = json.dumps(call["args"], ensure_ascii=False)
+        waiting.append(
+            {
+                "name": call["name"],
+                "args": args,
+                "id": call["id"],
+                "error": error,
+                "type": "invalid_tool_call",
+            }
+        )
+    return ready, waiting
 
 
 def _once_each(calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -245,3 +287,11 @@ def digest(messages: list[BaseMessage], *, more: bool = True) -> list[BaseMessag
     )
     note = "\n\nTool results for this question:\n" + "\n".join(lines) + "\n" + ask_next
     return [*messages[:start], HumanMessage(message_text(messages[start]) + note)]
+
+
+def waiting_calls(messages: list[BaseMessage]) -> bool:
+    """Whether the turn's last round left a call waiting for a result (written with a slot)."""
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    if last is None or isinstance(messages[-1], HumanMessage):
+        return False
+    return any(WAITING in (c.get("error") or "") for c in last.invalid_tool_calls)

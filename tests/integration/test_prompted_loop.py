@@ -165,9 +165,35 @@ async def test_a_text_reply_under_the_grammar_streams_in_chunks_and_a_call_reply
     texts = [c.content for c in chunks if c.content]
     assert len(texts) > 3 and "".join(texts) == answer, "the answer arrives word by word"
     assert not any("name" in t for t in texts), "the call reply never streams as text"
-    assert progress == ["reading", "writing", "reading", "writing"]
+    assert progress == ["reading", "writing", "tool", "reading", "writing"]
     final = (await graph.aget_state(thread)).values["messages"][-1]
     assert final.content == answer
     assert {c.id for c in chunks if c.content} == {final.id}, (
         "the streamed chunks and the answer are one message"
     )
+
+
+async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_writes_it(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    """The 1.5B writes both steps at once, the second with ``<lookup>`` for the value it does not have."""
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    llm.push(
+        calls(("lookup", {"key": "alpha"}), ("record", {"value": "<lookup>"})),
+        calls(("record", {"value": "7341"})),
+        text_reply("Recorded 7341."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent look up alpha, then record its value"), thread, context=prompted(workspace)
+    )
+    assert [(r["tool"], r["args"]) for r in recorded(record)] == [
+        ("lookup", {"key": "alpha"}),
+        ("record", {"value": "7341"}),
+    ], "the call with a slot did not run; the next round's did"
+    first, second, third = (r["grammar"].splitlines()[0] for r in llm.requests)
+    assert first.endswith("| text") and third.endswith("| text")
+    assert not second.endswith("| text"), "the round after a waiting call is written as calls"
+    assert "<lookup> stands where a value belongs" in llm.requests[1]["messages"][-1]["content"]
+    assert out["messages"][-1].content == "Recorded 7341."

@@ -13,7 +13,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
-from workspace_agent.providers.catalog import catalog, coerce, describe, fit_tools, with_catalog
+from workspace_agent.providers.catalog import catalog, coerce, describe, fit_tools, placeholders, with_catalog
 from workspace_agent.providers.prompted import digest, parse_tool_calls, withheld_call
 from workspace_agent.skills.builtin import calculate
 
@@ -286,3 +286,16 @@ def test_a_call_that_cannot_run_reaches_the_person_as_words_with_what_the_tools_
     text = withheld_call(messages, "this turn's 1 tool calls are spent")
     assert "{" not in text.split("\n")[0] and "tool calls are spent" in text
     assert 'lookup({"key": "k"}) returned: v=7' in text
+
+
+def test_a_slot_written_for_a_result_not_yet_had_is_sent_back_but_angle_brackets_in_text_pass():
+    schemas = {
+        "secret_code": {"properties": {"name": {"type": "string"}}},
+        "calculate": {"properties": {"expression": {"type": "string"}}},
+        "save_note": {"properties": {"text": {"type": "string"}}},
+    }
+    assert placeholders({"expression": "3 * <secret_code>"}, schemas) == ["<secret_code>"]
+    assert placeholders({"text": "the total is <result>"}, schemas) == ["<result>"]
+    assert placeholders({"expression": "<expression>"}, schemas) == ["<expression>"]
+    assert placeholders({"text": "use <b>bold</b> and a<b"}, schemas) == []
+    assert placeholders({"expression": "3 * 4817"}, schemas) == []
