@@ -78,6 +78,12 @@ async def _prompted(
     if turn.repeats:
         why = f"the reply repeated a call with the same arguments {turn.repeats} time(s); it runs once"
         notes.append(decision("C1", "code", "repeats dropped", why))
+    if turn.described:
+        why = (
+            f"the model answered that {', '.join(turn.described)} should be called instead of calling it: it "
+            "was asked for that call, under a grammar of calls only"
+        )
+        notes.append(decision("C1", "code", "described call asked for", why))
     if turn.retried:  # a call to a tool that does not exist: asked again for a plain answer
         why = "the reply called a tool that does not exist; the model was asked again without tools"
         notes.append(decision("C1", "model", "no such tool", why))

@@ -13,6 +13,7 @@ text only, and a reply that still writes a call is never shown to the person as 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,6 +44,7 @@ MIN_ROOM = 48  # reply tokens a reopened list needs at least: about one more cal
 #: --results`` measures both on the same tasks.
 RESULTS_AS = "digest"
 #: The error of a call written with a slot for a result not yet had (``catalog.placeholders``).
+_INTENT = re.compile(r"\b(call|calls|calling|use|need to|invoke)\b", re.IGNORECASE)
 WAITING = "stands where a value belongs: write this call again now, with the value from the results"
 
 
@@ -63,6 +65,7 @@ class PromptedTurn:
     repeats: int = 0
     constrained: bool = False  # the reply was written under the call grammar
     reopenings: list[float] = field(default_factory=list)  # the chance of another call at each reopened close
+    described: list[str] = field(default_factory=list)  # tools the text said to call, then asked for as calls
 
 
 async def prompted_turn(
@@ -141,24 +144,55 @@ async def prompted_turn(
     )
     if answer_only or response.response_metadata.get("finish_reason") == "length":
         return turn
-    calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
-    if calls or invalid:
-        calls, repeats = _once_each([{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls])
-        calls, waiting = _ready(calls, schemas)
-        meta = {**response.response_metadata, "prompted_text": text}
-        message = AIMessage(
-            "",
-            tool_calls=calls,
-            invalid_tool_calls=[*invalid, *waiting],
-            id=response.id,
-            response_metadata=meta,
-        )
-        return replace(turn, message=message, repeats=repeats)
+    found = _read_calls(response, text, schemas)
+    if found is not None:
+        return replace(turn, message=found[0], repeats=found[1])
     if names_a_tool(text):
         text_only = {"extra_body": {"grammar": TEXT_GRAMMAR}} if constrained else {}
         plain = await ask(model, text_only, request, show_text=constrained)
         return replace(turn, message=plain, retried=True)
+    named = described_calls(text, offered) if constrained and not calls_only else []
+    if named:  # "you need to call the `calculate` function with 3 * 4817": asked for that call itself
+        asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
+        asked["extra_body"] = {"grammar": call_grammar(offered, schemas, calls_only=True)}
+        again = await ask(model, asked, prompt)
+        found = _read_calls(again, message_text(again), schemas)
+        if found is not None and again.response_metadata.get("finish_reason") != "length":
+            return replace(turn, message=found[0], repeats=found[1], described=named)
     return turn
+
+
+def _read_calls(
+    response: AIMessage, text: str, schemas: dict[str, dict[str, Any]]
+) -> tuple[AIMessage, int] | None:
+    """The reply as a message of calls (and how many repeats were dropped); ``None`` if it writes none."""
+    calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
+    if not calls and not invalid:
+        return None
+    calls, repeats = _once_each([{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls])
+    calls, waiting = _ready(calls, schemas)
+    meta = {**response.response_metadata, "prompted_text": text}
+    message = AIMessage(
+        "", tool_calls=calls, invalid_tool_calls=[*invalid, *waiting], id=response.id, response_metadata=meta
+    )
+    return message, repeats
+
+
+def described_calls(text: str, tools: list[BaseTool]) -> list[str]:
+    """The offered tools a text reply says should be called, instead of calling them.
+
+    Under the grammar the 1.5B sometimes answers "you need to call the `calculate` function with the
+    expression 3 * 4817": the step it means to take, written as advice to the person. A tool named as a
+    call to make (in backticks or as "the X function/tool", beside "call", "use" or "need to") is that.
+    """
+    if not _INTENT.search(text):
+        return []
+    named = []
+    for tool in tools:
+        name = re.escape(tool.name)
+        if re.search(rf"`{name}`|\b{name}\s+(function|tool)\b", text):
+            named.append(tool.name)
+    return named
 
 
 async def _reopen(

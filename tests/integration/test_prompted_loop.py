@@ -197,3 +197,31 @@ async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_
     assert not second.endswith("| text"), "the round after a waiting call is written as calls"
     assert "<lookup> stands where a value belongs" in llm.requests[1]["messages"][-1]["content"]
     assert out["messages"][-1].content == "Recorded 7341."
+
+
+async def test_an_answer_that_says_which_tool_to_call_is_asked_for_that_call(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    """The 1.5B sometimes writes the step it means to take as advice instead of as a call."""
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    llm.push(
+        text_reply("To find it, you need to call the `lookup` function with the key alpha."),
+        calls(("lookup", {"key": "alpha"})),
+        text_reply("alpha is 7341"),
+    )
+    out = await graph.ainvoke(user_message("@agent what is alpha?"), thread, context=prompted(workspace))
+    assert [r["tool"] for r in recorded(record)] == ["lookup"]
+    asked_again = llm.requests[1]
+    assert asked_again["messages"] == llm.requests[0]["messages"], (
+        "the same prompt: only the reply is asked again"
+    )
+    assert not asked_again["grammar"].splitlines()[0].endswith("| text")
+    [noted] = [d for d in decisions_of(out, "C1") if d["outcome"] == "described call asked for"]
+    assert "lookup" in noted["why"] and out["messages"][-1].content == "alpha is 7341"
+
+    llm.reset()
+    llm.push(text_reply("I used the lookup tool earlier; alpha is 7341."))
+    out = await graph.ainvoke(user_message("@agent and alpha again?"), thread, context=prompted(workspace))
+    assert len(llm.requests) == 1, "naming a tool in passing is an answer"
