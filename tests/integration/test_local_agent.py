@@ -7,6 +7,7 @@ must run, and a non-empty answer must come back with the route recorded.
 from __future__ import annotations
 
 import pytest
+from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
 
 from tests.support.helpers import decisions_of, user_message
@@ -46,3 +47,33 @@ async def test_the_local_model_calls_the_read_only_tool_through_the_prompted_pat
     assert out["stop_reason"] == "answered" and out["messages"][-1].content.strip()
     if tool == "calculate":
         assert "7006652" in out["messages"][-1].content.replace(",", "")
+
+
+async def test_the_default_model_runs_a_second_call_that_needs_the_first_ones_result(
+    saver, workspace, thread, monkeypatch
+):
+    """Two dependent steps: the code cannot be guessed, so the product needs a second round.
+
+    As a new user meets it: no model settings, so the embedded default model with its call grammar (a
+    program's own model gets no grammar).
+    """
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALLING", "CONTEXT_WINDOW"):
+        monkeypatch.delenv(name, raising=False)
+
+    def secret_code(name: str) -> str:
+        """Look up the secret code stored under a name."""
+        return f"The secret code for {name} is 4817."
+
+    graph = build_graph(checkpointer=saver, tools=[StructuredTool.from_function(secret_code)])
+    context = Context(workspace=workspace, auto_approved=["*"])
+    question = "@agent Look up the secret code for blue, then use calculate to multiply that code by 3."
+    out = await graph.ainvoke(user_message(question), thread, context=context)
+    rounds = [d["outcome"] for d in decisions_of(out, "C1") if d["decided_by"] == "model"]
+    ran = [c for m in out["messages"] if m.type == "ai" for c in m.tool_calls]
+    assert any(c["name"] == "secret_code" for c in ran), rounds
+    products = [c for c in ran if c["name"] == "calculate" and "4817" in c["args"]["expression"]]
+    assert products, (
+        f"calculate never got the looked-up code: {ran}, answered {out['messages'][-1].content!r}"
+    )
+    assert rounds[-1] == "answer" and len(rounds) >= 3, f"the model ended the loop after its rounds: {rounds}"
+    assert "14451" in out["messages"][-1].content.replace(",", ""), out["messages"][-1].content
