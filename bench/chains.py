@@ -407,6 +407,7 @@ class Result:
     notes: list[str]
     calls: list[dict[str, Any]]
     rounds: int
+    invalid: int  # calls written so that they could not run (ambiguous, unknown arguments)
     seconds: float
     approvals: int
     stop_reason: str | None
@@ -460,6 +461,7 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
         notes=notes,
         calls=calls,
         rounds=len(asked),
+        invalid=sum(len(m.invalid_tool_calls) for m in asked),
         seconds=round(seconds, 2),
         approvals=approvals,
         stop_reason=values.get("stop_reason"),
@@ -542,6 +544,7 @@ async def bench(options: argparse.Namespace) -> None:
                     results.append(result)
                     run_.write(asdict(result))
                     shown = ", ".join(c["name"] for c in result.calls) or "no calls"
+                    shown += f" (+{result.invalid} invalid)" if result.invalid else ""
                     said = (result.notes[-1] if result.notes else result.answer).replace("\n", " ")
                     print(
                         f"  [{i}/{len(chosen)}] {task.id:<17} {'ok ' if result.ok else 'BAD'} "
@@ -571,7 +574,7 @@ def rescore(path: Path) -> None:
         outcome = Outcome(row["answer"], row["notes"], started, ended)
         row["ok"] = row["error"] is None and by_id[row["id"]].check(outcome)
         print(f"  {row['model']:<5} {row['id']:<17} {'ok ' if row['ok'] else 'BAD'}")
-        results.append(Result(**row))
+        results.append(Result(**{"invalid": 0, **row}))  # older files did not count invalid calls
     table = []
     for model in dict.fromkeys(r.model for r in results):
         for split in ("tune", "held-out", "all"):
