@@ -12,10 +12,11 @@ so the checkout's shared model server and whoever uses it are left alone.
 
 Per model and split it prints tasks done, tool calls and tool rounds (model calls that asked for tools) per
 task, seconds per task and prompt tokens the server read per task, and as the baseline of the same run the
-seconds of a plain one-call task (``@agent What is 12*34?`` and the like, after one untimed warm-up turn;
-the median of one before the tasks and one after), so figures of a noisy machine compare as ratios. The
-tasks come in pairs of one kind; the first of each pair is ``tune``, the second ``held-out``. Per-task
-details go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
+seconds of a plain one-call task (``@agent What is 12*34?`` and the like, after an untimed warm-up turn),
+run before the tasks and after every four (``--baseline-every``): each task is set against the two around
+it, as the machine's load drifts, and the ratios are averaged. The tasks come in pairs of one kind; the
+first of each pair is ``tune``, the second ``held-out``. Per-task details go to a JSONL file under the data
+folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
 for a thread that holds two earlier chat exchanges, ``--model 0.5b,1.5b`` for both in one run, ``--results
@@ -55,10 +56,21 @@ from workspace_agent.providers.paths import data_home
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("MODEL_TIMEOUT", "900")  # a slow reply on a loaded machine is not a failed task
 WORKSPACE = "bench-chains"
-USER = "bench"
-#: The one-call tasks of the baseline: the warm-up's, then the one before the tasks and the one after. Each
+USER = f"bench-{uuid.uuid4().hex[:8]}"  # this run's own: notes other runs save at the same time are not ours
+#: The one-call tasks of the baseline: the warm-up's, then one before the tasks and one after every few. Each
 #: asks another product, so llama.cpp's in-memory prompt cache cannot serve a repeated prompt whole.
-BASELINE = [(17, 19), (12, 34), (23, 47)]
+BASELINE = [
+    (17, 19),
+    (12, 34),
+    (23, 47),
+    (31, 29),
+    (46, 13),
+    (52, 27),
+    (38, 61),
+    (44, 44),
+    (29, 57),
+    (63, 18),
+]
 #: Two short, unrelated chat exchanges put before a task with ``--history``.
 HISTORY = [
     "Hello! In one short sentence: what colour is a clear daytime sky?",
@@ -413,6 +425,7 @@ class Result:
     stop_reason: str | None
     history: bool
     results: str = "digest"
+    baseline: float = 0.0  # the mean of the baselines run just before and just after this task's group
     started: str = ""
     ended: str = ""
     server: dict[str, float] = field(default_factory=dict)
@@ -482,7 +495,7 @@ async def baseline(graph: Any, history: bool, n: int) -> float:
         for text in HISTORY:
             await plain_turn(graph, text, config, context)
     started = time.perf_counter()
-    a, b = BASELINE[n]
+    a, b = BASELINE[n % len(BASELINE)]
     values, _ = await plain_turn(graph, f"@agent What is {a}*{b}?", config, context)
     seconds = time.perf_counter() - started
     ok = a * b in numbers(str(values["messages"][-1].content))
@@ -493,10 +506,11 @@ async def baseline(graph: Any, history: bool, n: int) -> float:
     return seconds
 
 
-def summary(model: str, split: str, results: list[Result], base: float) -> dict[str, Any]:
-    """One row of the table."""
+def summary(model: str, split: str, results: list[Result]) -> dict[str, Any]:
+    """One row of the table; the ratio is the mean of each task's seconds over its neighbouring baselines."""
     n = len(results) or 1
     seconds = sum(r.seconds for r in results) / n
+    timed = [r for r in results if r.baseline]
     return {
         "model": model,
         "split": split,
@@ -506,8 +520,8 @@ def summary(model: str, split: str, results: list[Result], base: float) -> dict[
         "rounds": sum(r.rounds for r in results) / n,
         "seconds": seconds,
         "read": sum(r.server.get("read", 0) for r in results) / n,
-        "baseline": base,
-        "ratio": seconds / base if base else float("nan"),
+        "baseline": statistics.median(r.baseline for r in timed) if timed else 0.0,
+        "ratio": statistics.mean(r.seconds / r.baseline for r in timed) if timed else float("nan"),
     }
 
 
@@ -523,7 +537,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{r['rounds']:>11.2f} {r['seconds']:>7.1f} {r['read']:>16.0f} "
             + (f"{r['baseline']:>10.1f} {r['ratio']:>5.1f}x" if r["baseline"] else f"{'-':>10} {'-':>6}")
         )
-    print("ratio: seconds per task against the one-call baseline of the same run")
+    print("ratio: each task's seconds over the one-call baselines run just before and after it, averaged")
 
 
 async def bench(options: argparse.Namespace) -> None:
@@ -539,29 +553,39 @@ async def bench(options: argparse.Namespace) -> None:
                 await baseline(run_.graph, options.history, 0)
                 bases = [await baseline(run_.graph, options.history, 1)]
                 results: list[Result] = []
-                for i, (split, task) in enumerate(chosen, 1):
-                    result = await run_task(run_.graph, model, split, task, options.history)
-                    results.append(result)
-                    run_.write(asdict(result))
-                    shown = ", ".join(c["name"] for c in result.calls) or "no calls"
-                    shown += f" (+{result.invalid} invalid)" if result.invalid else ""
-                    said = (result.notes[-1] if result.notes else result.answer).replace("\n", " ")
-                    print(
-                        f"  [{i}/{len(chosen)}] {task.id:<17} {'ok ' if result.ok else 'BAD'} "
-                        f"{result.seconds:6.1f} s  {result.rounds} round(s): {shown}  "
-                        f"-> {said[:70]!r}" + (f"  {result.error[:80]}" if result.error else ""),
-                        flush=True,
-                    )
-                bases.append(await baseline(run_.graph, options.history, 2))
-            base = statistics.median(bases)
+                every = max(options.baseline_every, 1)
+                for first in range(0, len(chosen), every):
+                    group = []
+                    for split, task in chosen[first : first + every]:
+                        group.append(await run_task(run_.graph, model, split, task, options.history))
+                        show(len(results) + len(group), len(chosen), group[-1])
+                    # the machine's load drifts: each task is set against the baselines around its group
+                    bases.append(await baseline(run_.graph, options.history, len(bases) + 1))
+                    for result in group:
+                        result.baseline = round((bases[-2] + bases[-1]) / 2, 2)
+                        run_.write(asdict(result))
+                    results.extend(group)
             for split in ("tune", "held-out"):
                 part = [r for r in results if r.split == split]
                 if part:
-                    rows.append(summary(short, split, part, base))
+                    rows.append(summary(short, split, part))
             if len({r.split for r in results}) > 1:
-                rows.append(summary(short, "all", results, base))
+                rows.append(summary(short, "all", results))
     print_table(rows)
     print(f"details: {run_.path}")
+
+
+def show(i: int, total: int, result: Result) -> None:
+    """One task's progress line: its check, seconds, rounds, calls and what it said or saved."""
+    shown = ", ".join(c["name"] for c in result.calls) or "no calls"
+    shown += f" (+{result.invalid} invalid)" if result.invalid else ""
+    said = (result.notes[-1] if result.notes else result.answer).replace("\n", " ")
+    print(
+        f"  [{i}/{total}] {result.id:<17} {'ok ' if result.ok else 'BAD'} {result.seconds:6.1f} s  "
+        f"{result.rounds} round(s): {shown}  -> {said[:70]!r}"
+        + (f"  {result.error[:80]}" if result.error else ""),
+        flush=True,
+    )
 
 
 def rescore(path: Path) -> None:
@@ -580,7 +604,7 @@ def rescore(path: Path) -> None:
         for split in ("tune", "held-out", "all"):
             part = [r for r in results if r.model == model and split in ("all", r.split)]
             if part:
-                table.append(summary(model, split, part, 0.0))
+                table.append(summary(model, split, part))
     print_table(table)
 
 
@@ -591,6 +615,7 @@ def main() -> None:
     parser.add_argument("--split", choices=["tune", "held-out", "all"], default="all")
     parser.add_argument("--history", action="store_true", help="two earlier chat exchanges in each thread")
     parser.add_argument("--limit", type=int, default=0, help="only the first N tasks of the split")
+    parser.add_argument("--baseline-every", type=int, default=4, help="a baseline after every N tasks")
     parser.add_argument("--out", default=None, help="JSONL details (default: the data folder's bench/)")
     parser.add_argument("--results", choices=["digest", "messages"], default=None, help=RESULTS_HELP)
     parser.add_argument("--rescore", default=None, help="check an earlier run's JSONL again instead")
