@@ -24,6 +24,22 @@ DEFAULT_SYSTEM_PROMPT = (
     "Answer from the context and tools you are given when they are relevant; say so when you do not know."
 )
 QUERY_REFUSAL = "There is no relevant information in this workspace to answer your query."
+#: The user of a local install: authentication off, no ``--user``. Their workspaces keep their bare names.
+LOCAL_USER = "default"
+
+
+def document_scope(user_id: str, workspace: str) -> str:
+    """The key a user's workspace keeps its documents under: each user has a namespace of workspaces.
+
+    With API keys on, ``user_id`` is always the key's user (``server/auth.py`` overwrites the context), so
+    a stranger naming someone's workspace reaches a workspace of that name in their own namespace: empty,
+    or theirs. Nothing tells the two apart, so a refusal can never reveal that another's exists. The local
+    user keeps the bare name, so a single-user install and its existing documents work as before. ``/``
+    cannot occur in a slug, so no two (user, workspace) pairs share a key.
+    """
+    return workspace if user_id == LOCAL_USER else f"{user_id}/{workspace}"
+
+
 READ_ONLY_BUILTINS = ["current_datetime", "calculate", "search_documents"]
 SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -121,7 +137,7 @@ class Context:
         metadata=_meta("Workspace slug: documents, chat log and memories are scoped by it."),
     )
     user_id: str = field(
-        default="default", metadata=_meta("Whose chat log, approvals and memories these are.")
+        default=LOCAL_USER, metadata=_meta("Whose chat log, approvals and memories these are.")
     )
     chat_mode: Literal["automatic", "chat", "query"] = field(
         default="automatic",
@@ -220,6 +236,11 @@ class Context:
                 f"context field 'reply_reserve' ({self.reply_reserve}) must be below the window "
                 f"({self.window})"
             )
+
+    @property
+    def documents(self) -> str:
+        """The key of the user's workspace in the documents tables (``document_scope``)."""
+        return document_scope(self.user_id, self.workspace)
 
     @property
     def window(self) -> int:

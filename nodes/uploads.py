@@ -134,7 +134,7 @@ async def ingest_uploads(state: AgentState, runtime: Runtime[Context], *, servic
             continue
         name = block_name(block)
         try:
-            entry = {"name": name, **await _add(block, name, ctx.workspace, services.documents)}
+            entry = {"name": name, **await _add(block, name, ctx.documents, services.documents)}
             note = f"{NOTES[entry['outcome']]} ({entry['chunks']} chunks)"
             why = f"{name}: {note}"
         except Refused as exc:

@@ -13,6 +13,8 @@ from typing import Annotated
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
 from workspace_agent.checkpoints.chatlog import Records
+from workspace_agent.checkpoints.chunks import DocumentStore
+from workspace_agent.graphs.context import document_scope
 from workspace_agent.skills.calculator import calculate
 from workspace_agent.skills.document_tools import document_tools
 from workspace_agent.skills.workers import workers
@@ -35,8 +37,10 @@ async def calculate_in_worker(expression: str) -> str:
         return await workers.run(calculate, expression)
 
 
-def builtin_tools(workspace: str, user_id: str, records: Records) -> list[BaseTool]:
-    """The built-in tools acting for one workspace and user."""
+def builtin_tools(
+    workspace: str, user_id: str, records: Records, documents: DocumentStore | None = None
+) -> list[BaseTool]:
+    """The built-in tools acting for one workspace and user, on the graph's own stores."""
 
     async def save_note(text: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
         """Save a note to this workspace's notes so it can be read later."""
@@ -51,5 +55,5 @@ def builtin_tools(workspace: str, user_id: str, records: Records) -> list[BaseTo
         # Bounded arithmetic, in a worker process all the same: tool_timeout can then stop it for real.
         StructuredTool.from_function(func=calculate, coroutine=calculate_in_worker, name="calculate"),
         StructuredTool.from_function(coroutine=save_note, name="save_note"),
-        *document_tools(workspace),
+        *document_tools(document_scope(user_id, workspace), documents),
     ]

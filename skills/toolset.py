@@ -51,7 +51,8 @@ class Services:
         if key not in self._builtins:
             if len(self._builtins) > 1024:
                 self._builtins.clear()
-            self._builtins[key] = builtin_tools(context.workspace, context.user_id, self.records)
+            tools = builtin_tools(context.workspace, context.user_id, self.records, self.documents)
+            self._builtins[key] = tools
         return self._builtins[key]
 
     def chat_model(self, context: Context) -> BaseChatModel:
