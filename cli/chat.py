@@ -167,13 +167,13 @@ def _show_decisions(values: dict) -> None:
     console.print(table)
 
 
-async def _seed(workspace: str) -> None:
+async def _seed(workspace: str, user_id: str) -> None:
     """A first chat in an empty workspace gets the sample documents, so retrieval has something to show."""
     from workspace_agent.cli.documents import seed_samples
     from workspace_agent.providers.embeddings import EmbeddingUnavailable
 
     try:
-        await seed_samples(workspace, err)
+        await seed_samples(workspace, err, user_id)
     except EmbeddingUnavailable as exc:
         err.print(f"[dim]no sample documents: {exc}[/]")
 
@@ -211,7 +211,7 @@ async def ask(graph: Any, config: dict, context: Context, question: str, *, yes:
 
 async def chat(graph: Any, config: dict, context: Context, endpoint: Endpoint) -> int:
     """The conversation loop: a banner, then turns until ``/exit``; a failed turn is reported, not fatal."""
-    await _seed(context.workspace)
+    await _seed(context.workspace, context.user_id)
     hint = "" if context.native_tool_calling else "start a message with @agent to let the model use tools\n"
     thread = config["configurable"]["thread_id"]
     console.print(

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from workspace_agent.checkpoints.chunks import Document, EmbeddingMismatch
 from workspace_agent.checkpoints.db import run
+from workspace_agent.graphs.context import LOCAL_USER, document_scope
 from workspace_agent.providers.embeddings import EmbeddingUnavailable
 from workspace_agent.skills.documents import (
     DEFAULT_CHUNK_OVERLAP,
@@ -41,6 +42,7 @@ async def ingest_paths(
     *,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    user_id: str = LOCAL_USER,
 ) -> dict[str, Any]:
     """Run the ingest graph with a progress bar (files done; chunks embedded of the file in hand).
 
@@ -58,7 +60,9 @@ async def ingest_paths(
     # The person typing the paths is the local user acting on their own files, so the paths they name are
     # roots of this run; a symlink inside a typed folder still cannot lead out of it.
     graph = build_graph(document_roots=list(paths))
-    context = IngestContext(workspace=workspace, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    context = IngestContext(
+        workspace=workspace, user_id=user_id, chunk_size=chunk_size, chunk_overlap=chunk_overlap
+    )
     values: dict[str, Any] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
@@ -101,6 +105,7 @@ def ingest_command(
     *,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    user_id: str = LOCAL_USER,
 ) -> int:
     """``ingest PATH...``: add files and folders to a workspace, with a progress bar and a summary table.
 
@@ -110,7 +115,9 @@ def ingest_command(
     """
     try:
         result = run(
-            ingest_paths(paths, workspace, console, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+            ingest_paths(
+                paths, workspace, console, chunk_size=chunk_size, chunk_overlap=chunk_overlap, user_id=user_id
+            )
         )
     except (EmbeddingMismatch, EmbeddingUnavailable) as exc:
         console.print(f"[red]error:[/] {exc}")
@@ -167,14 +174,16 @@ def pin_command(names: Sequence[str], workspace: str, console: Console, pinned: 
     return _unknown(console, unknown)
 
 
-async def seed_samples(workspace: str, console: Console) -> bool:
+async def seed_samples(workspace: str, console: Console, user_id: str = LOCAL_USER) -> bool:
     """Fill an empty workspace with the sample documents (a first run); True when it did.
 
     A workspace that has documents, or a checkout without ``samples/workspace``, is left as it is.
     """
-    if not await asyncio.to_thread(SAMPLES.is_dir) or await list_documents(workspace):
+    if not await asyncio.to_thread(SAMPLES.is_dir):
+        return False
+    if await list_documents(document_scope(user_id, workspace)):
         return False
     console.print(f"[dim]workspace {workspace!r} is empty: adding the sample documents of {SAMPLES}[/]")
-    result = await ingest_paths([str(SAMPLES)], workspace, console)
+    result = await ingest_paths([str(SAMPLES)], workspace, console, user_id=user_id)
     _report(console, result, workspace)
     return bool(result["added"])

@@ -15,7 +15,7 @@ from typing import Any
 from workspace_agent.checkpoints.db import run
 from workspace_agent.cli import assistants
 from workspace_agent.cli.chat import console, err, prepare_endpoint, session
-from workspace_agent.graphs.context import Context, parse_assignments
+from workspace_agent.graphs.context import Context, document_scope, parse_assignments
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,16 +73,22 @@ def _documents(args: argparse.Namespace) -> int:
 
     if args.command == "ingest":
         return documents.ingest_command(
-            args.paths, args.workspace, console, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap
+            args.paths,
+            args.workspace,
+            console,
+            chunk_size=args.chunk_size,
+            chunk_overlap=args.chunk_overlap,
+            user_id=args.user,
         )
+    workspace = document_scope(args.user, args.workspace)  # --user's own workspace of that name
     if args.action == "list":
-        return documents.list_command(args.workspace, console)
+        return documents.list_command(workspace, console)
     if not args.names:
         err.print(f"[red]error:[/] docs {args.action} needs at least one document name")
         return 2
     if args.action == "remove":
-        return documents.remove_command(args.names, args.workspace, console)
-    return documents.pin_command(args.names, args.workspace, console, pinned=args.action == "pin")
+        return documents.remove_command(args.names, workspace, console)
+    return documents.pin_command(args.names, workspace, console, pinned=args.action == "pin")
 
 
 def _memory(args: argparse.Namespace) -> int:

@@ -115,12 +115,12 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
     context: list[str] = []
     sources: list[dict] = []
     outcome: dict = {"pinned": [], "chunks": 0}
-    if await store.space(ctx.workspace) is None:
+    if await store.space(ctx.documents) is None:
         notes = [f"workspace {ctx.workspace!r} has no documents: no context"]
     else:
         await ensure_tokenizer()
         budget = max(int(ctx.window * SYSTEM_SHARE) - count(render_system(ctx)) - FRAME, 0)
-        uploads = await _uploads(state, store, ctx.workspace)
+        uploads = await _uploads(state, store, ctx.documents)
         sent, how, budget = _fit_uploads(uploads, budget)
         context += list(sent.values())
         sources += [upload_source(d) for d in uploads if how[d.id] != "left_out"]
@@ -131,7 +131,7 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
                 "dropped into this message, so sent as the pinned are: "
                 + ", ".join(f"{d.title!r} {how[d.id].replace('_', ' ')}" for d in uploads)
             )
-        pinned = [d for d in await store.pinned_documents(ctx.workspace) if d.id not in how]
+        pinned = [d for d in await store.pinned_documents(ctx.documents) if d.id not in how]
         pins, left_out = _fit_pins(pinned, budget)
         context += [pinned_context(d) for d in pins]
         sources += [pinned_source(d) for d in pins]
@@ -147,7 +147,7 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
             whole = {d.id for d in uploads if how[d.id] == "whole"}
             extra = sum(d.chunks for d in uploads if d.id in whole)  # their chunks never take a place
             found = await search(
-                store, ctx.workspace, query, top_n=ctx.top_n + extra, threshold=ctx.similarity_threshold
+                store, ctx.documents, query, top_n=ctx.top_n + extra, threshold=ctx.similarity_threshold
             )
             cut = [text for i, text in sent.items() if how[i] == "cut"]
             hits = _not_sent(found.hits, whole, cut)[: ctx.top_n]

@@ -69,7 +69,7 @@ async def discover(
     """
     ctx = runtime.context
     _, space = await embedder()
-    await DocumentStore().check_space(ctx.workspace, space)
+    await DocumentStore().check_space(ctx.documents, space)
     roots = await asyncio.to_thread(document_roots, extra_roots)
     files, failed, skipped = await asyncio.to_thread(_walk, list(state.get("paths") or []), roots)
     why = f"{len(files)} file(s) to ingest into {ctx.workspace!r} with {space}"

@@ -33,7 +33,7 @@ async def index_file(
         roots = await asyncio.to_thread(document_roots, extra_roots)
         data = await asyncio.to_thread(read_document, path, roots)
         digest = content_hash(data)
-        known = await store.get_document(ctx.workspace, str(path))
+        known = await store.get_document(ctx.documents, str(path))
         entry = {"path": str(path), "title": path.name}
         if known and (known.content_hash, known.chunk_size, known.chunk_overlap) == (
             digest,
@@ -50,7 +50,7 @@ async def index_file(
 
         doc, replaced = await index_document(
             store,
-            ctx.workspace,
+            ctx.documents,
             source=str(path),
             title=path.name,
             text=text,

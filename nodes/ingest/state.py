@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from typing_extensions import TypedDict
 
+from workspace_agent.graphs.context import LOCAL_USER, SLUG, ContextError, document_scope
 from workspace_agent.graphs.state import Decision
 from workspace_agent.skills.documents import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 
@@ -23,6 +24,10 @@ class IngestContext:
     workspace: str = field(
         default="default", metadata=_meta("Workspace slug the documents are added to and searched in.")
     )
+    user_id: str = field(
+        default=LOCAL_USER,
+        metadata=_meta("Whose workspace it is; with API keys on, always the caller (the server sets it)."),
+    )
     chunk_size: int = field(
         default=DEFAULT_CHUNK_SIZE, metadata=_meta("Characters per chunk (RecursiveCharacterTextSplitter).")
     )
@@ -34,12 +39,21 @@ class IngestContext:
     )
 
     def __post_init__(self) -> None:
+        if not isinstance(self.workspace, str) or not SLUG.fullmatch(self.workspace):
+            raise ContextError(f"context field 'workspace' must be a slug, got {self.workspace!r}")
+        if not isinstance(self.user_id, str) or not self.user_id.strip() or len(self.user_id) > 200:
+            raise ContextError("context field 'user_id' must be a non-empty string up to 200 characters")
         if self.chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1, got {self.chunk_size}")
         if not 0 <= self.chunk_overlap < self.chunk_size:
             raise ValueError(f"chunk_overlap must be within 0..chunk_size-1, got {self.chunk_overlap}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
+
+    @property
+    def documents(self) -> str:
+        """The key of the user's workspace in the documents tables (``document_scope``)."""
+        return document_scope(self.user_id, self.workspace)
 
 
 class IngestInput(TypedDict):
