@@ -7,6 +7,11 @@ so a reply asking for three calls ran one (AnythingLLM's failure). Here the text
 JSON-like value with a small forgiving parser that also remembers keys given twice: a call whose arguments
 name a key twice is ambiguous (which value was meant?), so it becomes an invalid call whose error goes back
 to the model, rather than one value silently winning.
+
+The reply comes from a model, or from whatever a document or tool result steered it to write, and it is read
+on the event loop: reading is linear in its length. Each position is read as a value at most once (the scan
+that retries every ``[`` and ``{`` of a failed list reuses what the failed attempt read), nesting deeper than
+``MAX_DEPTH`` is no value, and a reply longer than ``MAX_REPLY_CHARS`` is text without being read.
 """
 
 from __future__ import annotations
@@ -14,13 +19,21 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Collection, Iterator, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 ARG_KEYS = ("arguments", "parameters", "args", "params", "input")
 _LITERALS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _BARE = re.compile(r"[A-Za-z_$][\w$.-]*")
+_SPACE = re.compile(r"[ \t\r\n]*")
+_START = re.compile(r"[\[{]")
+#: Replies longer than this are text, unread: about 8,000 tokens, twice the local model's whole window and
+#: far above the reply budget a turn gives; reading one of this size costs well under a second.
+MAX_REPLY_CHARS = 32_000
+#: Lists and objects nested deeper than this are no value (no call nests so deep; recursion stays bounded).
+MAX_DEPTH = 64
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\", '"': '"', "'": "'"}
 
 
@@ -33,25 +46,52 @@ class Obj(dict):
 
     def repeated(self) -> list[str]:
         """Keys given more than once."""
-        keys = [k for k, _ in self.pairs]
-        return sorted({k for k in keys if keys.count(k) > 1})
+        return _repeated(k for k, _ in self.pairs)
+
+
+def _repeated(keys: Iterable[str]) -> list[str]:
+    """The keys that occur more than once, sorted (counted once each, not by rescanning the list)."""
+    return sorted(k for k, n in Counter(keys).items() if n > 1)
 
 
 class _Reader:
-    """A recursive-descent reader for JSON and the near-JSON small models write."""
+    """A recursive-descent reader for JSON and the near-JSON small models write.
+
+    One reader serves every attempt on a text: what was read at a position (a value and where it ended, or
+    that none is there) is remembered, so an attempt from an inner ``[`` after an outer one failed costs
+    nothing for the part already read. Without that, ``"[" * n`` took time quadratic in ``n``.
+    """
 
     def __init__(self, text: str) -> None:
-        self.text, self.pos = text, 0
+        self.text, self.pos, self.depth = text, 0, 0
+        self._read: dict[int, tuple[Any, int] | None] = {}
 
     def _space(self) -> None:
-        while self.pos < len(self.text) and self.text[self.pos] in " \t\r\n":
-            self.pos += 1
+        self.pos = _SPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]  # always matches
 
     def _peek(self) -> str:
         self._space()
         return self.text[self.pos] if self.pos < len(self.text) else ""
 
     def value(self) -> Any:
+        """The value at the current position (after whitespace); ``ValueError`` if there is none."""
+        self._space()
+        start = self.pos
+        if start in self._read:
+            found = self._read[start]
+            if found is None:
+                raise ValueError(f"no value at {start}")
+            value, self.pos = found
+            return value
+        try:
+            value = self._fresh()
+        except ValueError:
+            self._read[start] = None
+            raise
+        self._read[start] = (value, self.pos)
+        return value
+
+    def _fresh(self) -> Any:
         char = self._peek()
         if char == "{":
             return self._container("}", self._pair, Obj)
@@ -71,6 +111,15 @@ class _Reader:
         raise ValueError(f"no value at {self.pos}")
 
     def _container(self, close: str, item: Any, build: type) -> Any:
+        if self.depth >= MAX_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_DEPTH} at {self.pos}")
+        self.depth += 1
+        try:
+            return self._items(close, item, build)
+        finally:
+            self.depth -= 1
+
+    def _items(self, close: str, item: Any, build: type) -> Any:
         self.pos += 1
         items = []
         while True:
@@ -123,21 +172,31 @@ class _Reader:
 
 
 def values(text: str) -> Iterator[Any]:
-    """Every object or list in ``text``, outermost only, in order; prose and fences between are skipped."""
+    """Every object or list in ``text``, outermost only, in order; prose and fences between are skipped.
+
+    A text longer than ``MAX_REPLY_CHARS`` has none: it is not read.
+    """
+    if len(text) > MAX_REPLY_CHARS:
+        return
     undoubled = text.replace("{{", "{").replace("}}", "}")
     for variant in (undoubled, text) if "{{" in text else (text,):  # "{{" is never JSON: a template habit
-        found, pos = [], 0
-        while starts := [i for i in (variant.find("{", pos), variant.find("[", pos)) if i >= 0]:
-            reader = _Reader(variant)
-            reader.pos = min(starts)
-            try:
-                found.append(reader.value())
-                pos = reader.pos
-            except (ValueError, RecursionError):
-                pos = min(starts) + 1
+        found = list(_outermost(variant))
         if any(isinstance(v, dict) or (isinstance(v, list) and v) for v in found):
             yield from found
             return
+
+
+def _outermost(text: str) -> Iterator[Any]:
+    """The values read from each ``[`` or ``{`` on, skipping what a value read; one reader for all tries."""
+    reader = _Reader(text)
+    start = _START.search(text)
+    while start:
+        reader.pos = start.start()
+        try:
+            yield reader.value()
+            start = _START.search(text, reader.pos)
+        except ValueError:
+            start = _START.search(text, start.start() + 1)
 
 
 def _lenient(text: str) -> Any:
@@ -156,8 +215,10 @@ def _known(name: Any, tools: Mapping[str, Collection[str]]) -> str | None:
 
 
 def _is_call(value: Any, tools: Mapping[str, Collection[str]]) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("name"), str) and (
-        _known(value["name"], tools) is not None or any(k in value for k in ARG_KEYS)
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("name"), str)
+        and (_known(value["name"], tools) is not None or any(k in value for k in ARG_KEYS))
     )
 
 
@@ -197,8 +258,7 @@ def _calls_in(value: Any, tools: Mapping[str, Collection[str]]) -> Iterator[tupl
             nested.append(item)  # a call written inside another one's arguments
         else:
             kept.append((key, item))
-    keys = [k for k, _ in kept]
-    repeated += sorted({k for k in keys if keys.count(k) > 1})
+    repeated += _repeated(k for k, _ in kept)
     yield name, Obj(kept), repeated
     for item in nested:
         yield from _calls_in(item, tools)
