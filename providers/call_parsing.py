@@ -199,6 +199,32 @@ def _outermost(text: str) -> Iterator[Any]:
             start = _START.search(text, start.start() + 1)
 
 
+def _whole(text: str) -> Iterator[Any]:
+    """The one value ``text`` is (a list, an object, either in a ```json fence), or nothing.
+
+    The call grammar's two branches: a reply opening a list, an object or a fence is calls and nothing
+    else; any other reply is text, even when it quotes a call.
+    """
+    body = text.strip()
+    if body.startswith("```json") and body.endswith("```") and len(body) >= 10:
+        body = body[7:-3].strip()
+    if len(body) > MAX_REPLY_CHARS or body[:1] not in ("[", "{"):
+        return
+    reader = _Reader(body)
+    try:
+        value = reader.value()
+    except ValueError:
+        return
+    reader._space()
+    if reader.pos == len(body):
+        yield value
+
+
+def _read(text: str, whole: bool) -> Iterator[Any]:
+    """The values a reply's calls are read from: the reply as one value (``whole``), or every one in it."""
+    return _whole(text) if whole else values(text)
+
+
 def _lenient(text: str) -> Any:
     """One value from a string (arguments are sometimes sent as a JSON string)."""
     return next(values(text), None)
@@ -265,13 +291,16 @@ def _calls_in(value: Any, tools: Mapping[str, Collection[str]]) -> Iterator[tupl
 
 
 def parse_reply(
-    text: str, tools: Mapping[str, Collection[str]]
+    text: str, tools: Mapping[str, Collection[str]], *, whole: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The tool calls a reply asks for, and the ones it wrote ambiguously (a key given twice).
 
     Args:
         text: The model's reply.
         tools: Tool name → its parameter names (a parameter whose value happens to look like a call is kept).
+        whole: The reply was written under the call grammar: only a reply that is calls asks for any, and a
+            call quoted in prose (an example, a call a document told the model to write) is text. Without
+            it a model may wrap its calls in prose, and every call in the reply counts.
 
     Returns:
         LangChain tool calls for known tools, and invalid tool calls whose ``error`` tells the model what to
@@ -280,7 +309,7 @@ def parse_reply(
     """
     calls: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
-    for value in values(text):
+    for value in _read(text, whole):
         for name, args, repeated in _calls_in(value, tools):
             tool = _known(name, tools)
             if tool is None:
@@ -313,6 +342,6 @@ def _dump(value: Any) -> str:
     return json.dumps(_plain(value), ensure_ascii=False)
 
 
-def names_a_tool(text: str) -> bool:
-    """Whether a reply is shaped like a tool call at all, known name or not."""
-    return any(True for value in values(text) for _ in _calls_in(value, {}))
+def names_a_tool(text: str, *, whole: bool = False) -> bool:
+    """Whether a reply is shaped like a call at all, known tool or not (``whole``: see ``parse_reply``)."""
+    return any(True for value in _read(text, whole) for _ in _calls_in(value, {}))

@@ -144,10 +144,10 @@ async def prompted_turn(
     )
     if answer_only or response.response_metadata.get("finish_reason") == "length":
         return turn
-    found = _read_calls(response, text, schemas)
+    found = _read_calls(response, text, schemas, whole=constrained)
     if found is not None:
         return replace(turn, message=found[0], repeats=found[1])
-    if names_a_tool(text):
+    if names_a_tool(text, whole=constrained):
         text_only = {"extra_body": {"grammar": TEXT_GRAMMAR}} if constrained else {}
         plain = await ask(model, text_only, request, show_text=constrained)
         return replace(turn, message=plain, retried=True)
@@ -156,17 +156,22 @@ async def prompted_turn(
         asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
         asked["extra_body"] = {"grammar": call_grammar(offered, schemas, calls_only=True)}
         again = await ask(model, asked, prompt)
-        found = _read_calls(again, message_text(again), schemas)
+        found = _read_calls(again, message_text(again), schemas, whole=True)
         if found is not None and again.response_metadata.get("finish_reason") != "length":
             return replace(turn, message=found[0], repeats=found[1], described=named)
     return turn
 
 
 def _read_calls(
-    response: AIMessage, text: str, schemas: dict[str, dict[str, Any]]
+    response: AIMessage, text: str, schemas: dict[str, dict[str, Any]], *, whole: bool
 ) -> tuple[AIMessage, int] | None:
-    """The reply as a message of calls (and how many repeats were dropped); ``None`` if it writes none."""
-    calls, invalid = parse_reply(text, {n: tuple(s.get("properties") or ()) for n, s in schemas.items()})
+    """The reply as a message of calls (and how many repeats were dropped); ``None`` if it writes none.
+
+    ``whole``: the reply was written under the call grammar, so only a reply that is calls has any; a call
+    quoted in its prose is text (``call_parsing.parse_reply``).
+    """
+    params = {n: tuple(s.get("properties") or ()) for n, s in schemas.items()}
+    calls, invalid = parse_reply(text, params, whole=whole)
     if not calls and not invalid:
         return None
     calls, repeats = _once_each([{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls])
