@@ -10,6 +10,7 @@ empty, and every later process of that data folder failed on it with a JSON erro
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -21,11 +22,14 @@ import psycopg
 import pytest
 
 from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.skills.calculator import calculate
+from workspace_agent.skills.workers import Workers
 
 #: Catches a hang only: a cold program imports the project and starts a worker on a busy 2-core machine.
 PROGRAM_TIMEOUT = 300
 
 PROGRAM = """\
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -120,3 +124,20 @@ def test_a_broken_handle_record_does_not_stop_the_next_process(database_url, hom
     holders = json.loads(record.read_text())
     assert isinstance(holders, list) and all(isinstance(pid, int) for pid in holders)
     assert not [p.name for p in pgdata.iterdir() if p.name.startswith(".handle_pids") and p != record]
+
+
+def allocate(size: int) -> int:
+    """Take ``size`` bytes at once (imported by name in the worker)."""
+    return len(bytearray(size))
+
+
+async def test_a_worker_cannot_take_more_memory_than_its_bound(monkeypatch):
+    monkeypatch.setenv("TOOL_WORKER_MEMORY_MB", "300")
+    workers = Workers()
+    try:
+        assert await workers.run(allocate, 10 * 2**20) == 10 * 2**20
+        with pytest.raises(MemoryError):
+            await asyncio.wait_for(workers.run(allocate, 400 * 2**20), timeout=PROGRAM_TIMEOUT)
+        assert await workers.run(calculate, "6*7") == "42", "a fresh worker serves the next call"
+    finally:
+        workers.close()
