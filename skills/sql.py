@@ -3,7 +3,9 @@
 AnythingLLM's SQL agent is read-only in its prompt alone; its query tool runs whatever the model writes.
 Here the database itself refuses anything but reading, so no pattern match over the SQL is the defence:
 
-- **PostgreSQL** (``postgresql://…``, psycopg 3): every call opens its own connection with
+- **PostgreSQL** (``postgresql://…``, psycopg 3): a connection whose role is a superuser or may read
+  server files or run programs is refused outright (those powers work inside a read-only transaction).
+  Every call opens its own connection with
   ``default_transaction_read_only=on`` and a ``statement_timeout`` in its startup options, runs in a
   ``BEGIN READ ONLY`` transaction that is never committed (closing the connection rolls it back), and sends
   the query through the extended protocol with no parameters, so the server refuses several statements in
@@ -64,6 +66,12 @@ GRACE_SECONDS = 5.0
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _SYSTEM_SCHEMAS = ["pg_catalog", "information_schema", "pg_toast"]
+#: True for a role that can reach the server's files or programs: see :func:`_pg_check_role`.
+POWERFUL_ROLE_CHECK = (
+    "SELECT coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), true)"
+    " OR pg_has_role('pg_read_server_files', 'MEMBER') OR pg_has_role('pg_write_server_files', 'MEMBER')"
+    " OR pg_has_role('pg_execute_server_program', 'MEMBER')"
+)
 
 
 @dataclass(frozen=True)
@@ -246,6 +254,24 @@ async def _pg_connect(connection: Connection, statement_seconds: float) -> psyco
     return conn
 
 
+async def _pg_check_role(conn: psycopg.AsyncConnection[Any], connection: Connection) -> None:
+    """Refuse a role that a read-only transaction does not hold back.
+
+    A superuser, or a member of the roles that read or write server files or run programs, can still
+    ``COPY … TO PROGRAM`` or ``pg_read_file`` inside ``BEGIN READ ONLY`` (``COPY TO`` only reads a table).
+    Pointing a connection at such a role by mistake, say the project's own database as ``postgres``, must
+    not hand the model a shell.
+    """
+    cursor = await conn.execute(POWERFUL_ROLE_CHECK, prepare=False)
+    row = await cursor.fetchone()
+    if row and row[0]:
+        raise ToolException(
+            f"{connection.name} (postgresql) is not used: it logs in as a superuser or a member of "
+            "pg_read_server_files, pg_write_server_files or pg_execute_server_program, which a read-only "
+            "transaction does not hold back; the deployment must connect as a role granted SELECT only"
+        )
+
+
 async def _pg_read(
     connection: Connection, query: str, params: Sequence[Any] | None, settings: SqlSettings
 ) -> tuple[list[str], list[tuple[Any, ...]], bool]:
@@ -261,6 +287,7 @@ async def _pg_read(
         except psycopg.Error as exc:
             raise _refused(connection, exc) from None
         try:
+            await _pg_check_role(conn, connection)
             cursor = conn.cursor()
             rows: list[tuple[Any, ...]] = []
             more = False
