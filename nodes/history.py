@@ -46,20 +46,23 @@ def prompt_text(message: BaseMessage) -> str:
     text = message_text(message)
     if text.startswith(AGENT_PREFIX):
         text = text[len(AGENT_PREFIX) :].strip() or ("Hello!" if not attachments(message) else "")
-    notes = [
-        f"[Attached {block_name(b)}: {b.get('outcome') or 'not read'}]" for b in attachments(message)
-    ]
+    notes = [f"[Attached {block_name(b)}: {b.get('outcome') or 'not read'}]" for b in attachments(message)]
     return "\n\n".join(part for part in (text, *notes) if part)
 
 
-def block_name(block: dict[str, Any]) -> str:
-    """The file name a content block carries, wherever its format puts it."""
+def given_name(block: dict[str, Any]) -> str | None:
+    """The file name a content block carries, wherever its format puts it; None when it carries none."""
     for holder in (block, block.get("metadata") or {}, block.get("extras") or {}, block.get("file") or {}):
         if isinstance(holder, dict):
             for key in ("filename", "name", "title"):
                 if isinstance(holder.get(key), str) and holder[key].strip():
                     return holder[key].strip()
-    return f"the attached {block.get('type', 'file')}"
+    return None
+
+
+def block_name(block: dict[str, Any]) -> str:
+    """The file name a content block carries, or words for it when it has none."""
+    return given_name(block) or f"the attached {block.get('type', 'file')}"
 
 
 def _is_answer(m: BaseMessage) -> bool:

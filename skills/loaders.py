@@ -11,12 +11,21 @@ Settings (deployment: environment or ``langgraph.json`` env):
         ``documents/`` in the project's data folder (not the whole folder: it also holds the embedded
         database and model caches) and the repository's ``samples/``.
     ``DOCUMENT_MAX_BYTES``: the largest file read, in bytes (default 16 MiB).
+    ``EXTRACT_MAX_CHARS``: the most characters of text one document may give (default 2,000,000, about a
+        thousand pages). Extraction stops as soon as it is passed (a PDF per page), so a few kilobytes of
+        PDF whose pages share one content stream cannot produce millions of characters.
+
+PDF, DOCX and HTML are parsed in a worker process with limits on CPU time and memory
+(``skills.extraction``, which documents those settings); this module is what runs inside it. A DOCX is a
+zip: the sizes its members declare are checked before any is unpacked, against a share of the worker's
+memory limit, so a zip bomb is refused before it is read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import os
 import re
 import stat
@@ -27,6 +36,10 @@ from workspace_agent.providers.paths import data_home
 
 ROOTS_SETTING, MAX_BYTES_SETTING = "DOCUMENT_ROOTS", "DOCUMENT_MAX_BYTES"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+MAX_CHARS_SETTING, MEMORY_SETTING = "EXTRACT_MAX_CHARS", "EXTRACT_MEMORY_MB"
+DEFAULT_MAX_CHARS = 2_000_000
+#: A DOCX may unpack to this share of the worker's memory: parsed XML takes several times its size.
+UNPACKED_SHARE = 8
 #: `samples/` beside `skills/`: at the repository root, and as `workspace_agent.samples` once installed.
 SAMPLES_ROOT = Path(__file__).resolve().parents[1] / "samples"
 #: Above this share of control characters, a "text" file is binary data (real text has almost none).
@@ -56,6 +69,17 @@ class UnreadableDocument(ValueError):
 
 class OutsideRoots(UnreadableDocument):
     """A path that resolves outside the deployment's documents roots."""
+
+
+class TooMuchText(UnreadableDocument):
+    """A document whose text passes ``EXTRACT_MAX_CHARS``; extraction stopped there."""
+
+    def __init__(self, limit: int) -> None:
+        """Name the limit and the setting that raises it."""
+        super().__init__(
+            f"it gives more than {limit} characters of text; documents may give at most {limit} "
+            f"({MAX_CHARS_SETTING})"
+        )
 
 
 # ── where the server may read ──────────────────────────────────────────────────────────────────────────
@@ -97,18 +121,36 @@ def inside_roots(given: str | Path, roots: list[Path]) -> Path:
     return resolved
 
 
+def positive_setting(name: str, default: int, unit: str) -> int:
+    """A deployment setting that is a positive whole number of ``unit``, or ``default`` when unset.
+
+    Raises:
+        ValueError: The setting is not a positive whole number; the message names it.
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{name} must be a positive number of {unit}, got {raw!r}")
+    return int(raw)
+
+
 def max_document_bytes() -> int:
     """The size cap of one file: ``DOCUMENT_MAX_BYTES`` or 16 MiB.
 
     Raises:
         ValueError: The setting is not a positive whole number.
     """
-    raw = os.environ.get(MAX_BYTES_SETTING, "").strip()
-    if not raw:
-        return DEFAULT_MAX_BYTES
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{MAX_BYTES_SETTING} must be a positive number of bytes, got {raw!r}")
-    return int(raw)
+    return positive_setting(MAX_BYTES_SETTING, DEFAULT_MAX_BYTES, "bytes")
+
+
+def max_chars() -> int:
+    """The most characters one document may give: ``EXTRACT_MAX_CHARS`` or 2,000,000.
+
+    Raises:
+        ValueError: The setting is not a positive whole number.
+    """
+    return positive_setting(MAX_CHARS_SETTING, DEFAULT_MAX_CHARS, "characters")
 
 
 def _megabytes(size: int) -> str:
@@ -168,17 +210,40 @@ def _plain(data: bytes) -> str:
     return text
 
 
-def _html(data: bytes) -> str:
+def _capped(text: str, limit: int) -> str:
+    if len(text) > limit:
+        raise TooMuchText(limit)
+    return text
+
+
+def _joined(parts: Iterable[str], separator: str, limit: int) -> str:
+    """``parts`` joined, drawn one at a time and stopped as soon as the text passes ``limit``.
+
+    Parts are pages or paragraphs: a document of millions of characters is refused after the first part
+    over the limit, not after all of it has been extracted.
+    """
+    kept: list[str] = []
+    total = -len(separator)
+    for part in parts:
+        kept.append(part)
+        total += len(separator) + len(part)
+        if total > limit:
+            raise TooMuchText(limit)
+    return separator.join(kept)
+
+
+def _html(data: bytes, limit: int) -> str:
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(data, "html.parser")
     for tag in soup(["script", "style", "noscript", "template"]):
         tag.decompose()
     lines = (line.strip() for line in soup.get_text("\n").splitlines())
-    return "\n".join(line for line in lines if line)
+    return _capped("\n".join(line for line in lines if line), limit)
 
 
-def _pdf(data: bytes) -> str:
+def _pdf(data: bytes, limit: int) -> str:
+    """The pages' text, stopping at the first page that takes the total over ``limit``."""
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
@@ -186,42 +251,69 @@ def _pdf(data: bytes) -> str:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise UnreadableDocument("the PDF is encrypted")
-        return "\n\n".join((page.extract_text() or "").strip() for page in reader.pages)
-    except PyPdfError as exc:
+        pages = ((page.extract_text() or "").strip() for page in reader.pages)
+        return _joined(pages, "\n\n", limit)
+    except (PyPdfError, RecursionError) as exc:
         raise UnreadableDocument(f"not a readable PDF: {exc}") from exc
 
 
-def _docx(data: bytes) -> str:
+def _check_unpacked(data: bytes, memory_bytes: int) -> None:
+    """Refuse a DOCX whose members declare more unpacked bytes than a share of the worker's memory.
+
+    The declared sizes are what ``zipfile`` unpacks at most (a member that lies is cut short and fails its
+    checksum), so this bounds the memory the parse can take before any member is read.
+    """
+    import zipfile
+
+    try:
+        unpacked = sum(info.file_size for info in zipfile.ZipFile(io.BytesIO(data)).infolist())
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise UnreadableDocument(f"not a readable DOCX file: {exc}") from exc
+    allowed = memory_bytes // UNPACKED_SHARE
+    if unpacked > allowed:
+        raise UnreadableDocument(
+            f"it unpacks to {_megabytes(unpacked)}; a DOCX may unpack to at most {_megabytes(allowed)}, "
+            f"an eighth of the {memory_bytes // 2**20} MB extraction may use ({MEMORY_SETTING})"
+        )
+
+
+def _docx(data: bytes, limit: int, memory_bytes: int | None) -> str:
     import zipfile
 
     from docx import Document as Docx
 
+    if memory_bytes is not None:
+        _check_unpacked(data, memory_bytes)
     try:
         doc = Docx(io.BytesIO(data))
     except (zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise UnreadableDocument(f"not a readable DOCX file: {exc}") from exc
-    parts = [p.text for p in doc.paragraphs if p.text.strip()]
-    for table in doc.tables:
-        for row in table.rows:
-            parts.append(" | ".join(cell.text.strip() for cell in row.cells))
-    return "\n".join(parts)
+    paragraphs = (p.text for p in doc.paragraphs if p.text.strip())
+    rows = (" | ".join(c.text.strip() for c in row.cells) for table in doc.tables for row in table.rows)
+    return _joined(itertools.chain(paragraphs, rows), "\n", limit)
 
 
-def extract_text(path: Path, data: bytes) -> str:
-    """The text of a file by its type: plain text and Markdown, HTML, PDF or DOCX.
+def extract_text(path: Path, data: bytes, limit: int | None = None, memory_bytes: int | None = None) -> str:
+    """The text of a file by its type: plain text and Markdown, HTML, PDF or DOCX, in this process.
+
+    Unbounded in time and memory: the server calls ``skills.extraction.extract_bounded``, which runs this
+    in a worker process under limits (``memory_bytes`` is that worker's, for the DOCX unpacked-size check).
+    Text is bounded here: ``limit`` characters, ``EXTRACT_MAX_CHARS`` when not given.
 
     Raises:
-        UnreadableDocument: The type is not supported, the file is damaged or binary, or it holds no text.
+        UnreadableDocument: The type is not supported, the file is damaged or binary, it holds no text, or
+            more than the limit (``TooMuchText``).
     """
+    limit = max_chars() if limit is None else limit
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        text = _plain(data)
+        text = _capped(_plain(data), limit)
     elif suffix in HTML_SUFFIXES:
-        text = _html(data)
+        text = _html(data, limit)
     elif suffix in PDF_SUFFIXES:
-        text = _pdf(data)
+        text = _pdf(data, limit)
     elif suffix in DOCX_SUFFIXES:
-        text = _docx(data)
+        text = _docx(data, limit, memory_bytes)
     else:
         raise UnreadableDocument(
             f"unsupported file type {suffix or '(none)'}; supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}"

@@ -12,7 +12,8 @@ from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.state import decision
 from workspace_agent.nodes.ingest.state import FileTask, IngestContext
 from workspace_agent.skills.documents import index_document
-from workspace_agent.skills.loaders import content_hash, document_roots, extract_text, read_document
+from workspace_agent.skills.extraction import extract_bounded
+from workspace_agent.skills.loaders import content_hash, document_roots, read_document
 
 
 async def index_file(
@@ -23,8 +24,10 @@ async def index_file(
     The file's bytes are hashed before anything is parsed: an unchanged file (same hash, same chunking) costs
     one read and one query. A changed file replaces its chunks in one transaction. The roots are checked
     again here, at the read: a task's path can reach this node without ``discover`` (a client may update a
-    thread's state). Whatever goes wrong with this file — outside the roots, too large, binary, damaged,
-    empty, the embedding model failing — is reported with its reason and the other files go on.
+    thread's state). The text is extracted in a worker process under the deployment's limits
+    (``skills.extraction``): a bomb of a file is refused, and a cancelled run stops its worker. Whatever
+    goes wrong with this file — outside the roots, too large, binary, damaged, empty, over a limit, the
+    embedding model failing — is reported with its reason and the other files go on.
     """
     ctx = runtime.context
     path = Path(state["path"])
@@ -43,7 +46,7 @@ async def index_file(
             entry |= {"document_id": known.id, "chunks": known.chunks}
             why = f"{path.name}: same content and chunking as stored"
             return {"unchanged": [entry], "decisions": [decision("I2", "code", "unchanged", why)]}
-        text = await asyncio.to_thread(extract_text, path, data)
+        text = await extract_bounded(path, data)
 
         def progress(done: int, total: int) -> None:
             runtime.stream_writer({"path": str(path), "embedded": done, "chunks": total})
