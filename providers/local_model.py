@@ -126,6 +126,7 @@ class LocalModelServer:
         cache_dir: Path | None = None,
         progress: ProgressCallback | None = None,
         verbose: bool = False,
+        api_key: str | None = None,
     ) -> None:
         """Describe the server; nothing is loaded until :meth:`start`.
 
@@ -139,6 +140,8 @@ class LocalModelServer:
             progress: Called during a first-time assembly.
             verbose: Let llama.cpp log its informational lines; by default it prints only errors, which
                 keeps a CLI's output clean.
+            api_key: The key every request but the health probe must carry (``Authorization: Bearer``);
+                without one, any local user can use the server.
 
         """
         self._model_path = model_path
@@ -148,6 +151,7 @@ class LocalModelServer:
         self._cache_dir = cache_dir
         self._progress = progress
         self._verbose = verbose
+        self._api_key = api_key
         self._server: Any = None
         self._address: str | None = None
         self._lock = threading.Lock()
@@ -186,9 +190,9 @@ class LocalModelServer:
     def chat_openai_kwargs(self) -> dict[str, str]:
         """Return ``base_url``, ``api_key`` and ``model`` for ``ChatOpenAI(**kwargs, ...)``.
 
-        The server checks no key, but the OpenAI client insists on one being set.
+        Without a key of its own the server checks none, but the OpenAI client insists on one being set.
         """
-        return {"base_url": self.base_url, "api_key": "local", "model": self.model_name}
+        return {"base_url": self.base_url, "api_key": self._api_key or "local", "model": self.model_name}
 
     def start(self) -> LocalModelServer:
         """Resolve (and if needed assemble) the model, load it, and start serving; a no-op when running.
@@ -221,6 +225,9 @@ class LocalModelServer:
             params.cpuparams.n_threads = self.n_threads
             params.cpuparams_batch.n_threads = self.n_threads
             params.ui = False
+            params.hostnames = ["127.0.0.1"]  # loopback only, whatever llama.cpp's default becomes
+            if self._api_key:
+                params.api_keys = [self._api_key]
             params.verbosity = 3 if self._verbose else 1
             # Needed for the readiness round trip below; /metrics answers only on loopback anyway.
             params.endpoint_metrics = True

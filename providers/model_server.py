@@ -6,6 +6,13 @@ The look-and-start runs under a file lock, so two processes starting at once get
 clash (llama.cpp picks a free loopback port; the record says which). The server outlives the process that
 started it: a CLI and a dev server share one model in memory, and the second start costs a file read.
 ``workspace-agent model stop`` stops it, as ``workspace-agent db stop`` stops the embedded database.
+
+The record is believed only when it can be trusted, because whoever could write it would otherwise choose
+where every prompt goes and which process the next start or ``model stop`` kills: the record must be this
+user's, readable and writable by no one else (it is written so, atomically), and it must name a process
+that is ours — this user's, running this module with the recorded model file, started at the recorded time
+(a pid can be reused), and listening on the recorded loopback port. The server binds to loopback and takes
+a random key made when it starts, kept only in that private record, so no other local user can use it.
 Its window (``LOCAL_MODEL_CONTEXT``) and threads (``LOCAL_MODEL_THREADS``) are the deployment's settings: a
 server running with others is replaced at the next use.
 
@@ -20,14 +27,17 @@ import fcntl
 import importlib.util
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from ipaddress import ip_address
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -62,10 +72,14 @@ class RunningModel:
     model_path: str
     #: Threads llama.cpp computes with; 0 in a record written before the setting existed (so it restarts).
     n_threads: int = 0
+    #: When the process started, in clock ticks after boot (``/proc/<pid>/stat``): a reused pid differs.
+    started: int = 0
+    #: The key the server takes; only the private record holds it.
+    api_key: str = field(default="", repr=False)
 
     def chat_openai_kwargs(self) -> dict[str, str]:
-        """``base_url``, ``api_key`` and ``model`` for ``ChatOpenAI(**kwargs)`` (the server checks no key)."""
-        return {"base_url": self.base_url, "api_key": "local", "model": self.model_name}
+        """``base_url``, ``api_key`` and ``model`` for ``ChatOpenAI(**kwargs)``: the server's own key."""
+        return {"base_url": self.base_url, "api_key": self.api_key or "local", "model": self.model_name}
 
 
 def context_size() -> int:
@@ -99,22 +113,95 @@ def _files(home: Path) -> tuple[Path, Path, Path]:
 
 
 def _read(home: Path) -> RunningModel | None:
+    """The record, if it is this user's own file that no one else may read or write; else ``None``."""
     try:
-        return RunningModel(**json.loads(_files(home)[0].read_text()))
-    except (OSError, ValueError, TypeError):
+        fd = os.open(_files(home)[0], os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
         return None
+    with os.fdopen(fd) as handle:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None
+        try:
+            return RunningModel(**json.loads(handle.read()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+def _write(home: Path, model: RunningModel) -> None:
+    """Write the record for its owner only (0600), whole: readers see the old record or the new one."""
+    record = _files(home)[0]
+    temp = record.with_name(f".{record.name}.{os.getpid()}.tmp")
+    temp.unlink(missing_ok=True)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(asdict(model)))
+    os.replace(temp, record)
+
+
+def _proc(pid: int, name: str) -> bytes:
+    return Path(f"/proc/{pid}/{name}").read_bytes()
+
+
+def _started(pid: int) -> int:
+    """When the process started, in clock ticks after boot (field 22 of ``/proc/<pid>/stat``)."""
+    stat = _proc(pid, "stat")
+    return int(stat[stat.rindex(b")") + 2 :].split()[19])  # the name in parentheses may hold spaces
+
+
+def _loopback_port(url: str) -> int | None:
+    """The port of a plain-HTTP loopback URL ending in ``/v1``; ``None`` for any other URL."""
+    try:
+        parts = urlsplit(url)
+        host, port = ip_address(parts.hostname or ""), parts.port
+    except ValueError:
+        return None
+    if parts.scheme != "http" or not host.is_loopback or port is None or parts.path != "/v1":
+        return None
+    return port
+
+
+def _listening(pid: int, port: int) -> bool:
+    """Whether the process holds a socket listening on ``port`` (``/proc/net/tcp*`` against its fds)."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                    inodes.add(f"socket:[{fields[9]}]")
+    fds = Path(f"/proc/{pid}/fd")
+    return any(os.readlink(fds / fd) in inodes for fd in os.listdir(fds) if os.path.exists(fds / fd))
+
+
+def _ours(model: RunningModel) -> bool:
+    """Whether the record names our model server, the only process that is talked to or signalled.
+
+    Ours means: this user's process, running this module with the recorded model file, started at the
+    recorded time (a pid can be reused), and listening on the recorded loopback port.
+    """
+    port = _loopback_port(model.base_url)
+    if port is None or model.pid <= 0:
+        return False
+    try:
+        if os.stat(f"/proc/{model.pid}").st_uid != os.getuid():
+            return False
+        argv = _proc(model.pid, "cmdline").decode(errors="replace").split("\0")
+        ours = any(argv[i : i + 2] == ["-m", __name__] for i in range(len(argv)))
+        serving = any(argv[i : i + 2] == ["--model", model.model_path] for i in range(len(argv)))
+        return ours and serving and _started(model.pid) == model.started and _listening(model.pid, port)
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 def _healthy(model: RunningModel) -> bool:
-    """The recorded process answers as a llama.cpp server (a pid alone may have been reused)."""
-    try:
-        os.kill(model.pid, 0)
-    except ProcessLookupError:
+    """The recorded process is our model server (see ``_ours``) and answers as one."""
+    if not _ours(model):
         return False
-    except PermissionError:
-        pass
+    headers = {"Authorization": f"Bearer {model.api_key}"}
     try:
-        return httpx.get(model.base_url.removesuffix("/v1") + "/health", timeout=2).status_code == 200
+        url = model.base_url.removesuffix("/v1") + "/health"
+        return httpx.get(url, headers=headers, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -206,6 +293,9 @@ def _start(home: Path, progress: ProgressCallback | None) -> RunningModel:
 
 
 def _stop(model: RunningModel, wait: float = 15.0) -> None:
+    """Stop our model server (the caller checked ``_healthy``); a process that is not ours is left alone."""
+    if not _ours(model):
+        return
     with contextlib.suppress(ProcessLookupError):
         os.kill(model.pid, signal.SIGTERM)
         deadline = time.monotonic() + wait
@@ -243,16 +333,23 @@ def main(argv: list[str] | None = None) -> None:
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stopped.set())
+    key = secrets.token_urlsafe(32)
     server = LocalModelServer(
-        Path(args.model), model_name=args.name, n_ctx=args.n_ctx, n_threads=args.threads
+        Path(args.model), model_name=args.name, n_ctx=args.n_ctx, n_threads=args.threads, api_key=key
     ).start()
+    pid = os.getpid()
     model = RunningModel(
-        server.base_url, server.model_name, server.n_ctx, os.getpid(), args.model, server.n_threads
+        server.base_url,
+        server.model_name,
+        server.n_ctx,
+        pid,
+        args.model,
+        server.n_threads,
+        _started(pid),
+        key,
     )
     record = _files(data_home())[0]
-    temp = record.with_suffix(".tmp")
-    temp.write_text(json.dumps(asdict(model)))
-    os.replace(temp, record)  # readers see the whole record or none
+    _write(data_home(), model)
     print(f"serving {model.model_name} at {model.base_url} (pid {model.pid})", flush=True)
     stopped.wait()
     if _read(data_home()) == model:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from typing import Any
 
 import openai
@@ -146,9 +147,13 @@ def _client(url: str, settings: ModelSettings, name: str) -> EndpointChatOpenAI:
     )
 
 
-def _local_url(settings: ModelSettings) -> str:
+def _local_url(settings: ModelSettings) -> tuple[str, str]:
+    """The local model server's URL and the key it takes (started if none is live)."""
     try:
-        return endpoint_url(settings)
+        from workspace_agent.providers.model_server import shared_model_server
+
+        server = shared_model_server()
+        return server.base_url, server.chat_openai_kwargs()["api_key"]
     except Exception as exc:  # the local model could not be started: say so where the person looks
         raise ModelEndpointError(
             f"the embedded local model could not be started ({exc}); set OPENAI_BASE_URL to use another "
@@ -164,8 +169,9 @@ class LocalChatOpenAI(EndpointChatOpenAI):
     server's URL. Nodes hold this object without knowing whether a server is up yet.
     """
 
-    def _inner(self, url: str) -> EndpointChatOpenAI:
-        return _client(url, model_settings(), self.model_name)
+    def _inner(self, server: tuple[str, str]) -> EndpointChatOpenAI:
+        url, key = server
+        return _client(url, replace(model_settings(), api_key=key), self.model_name)
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         return self._inner(_local_url(model_settings()))._generate(messages, *args, **kwargs)
