@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from psycopg import AsyncConnection
 
@@ -49,10 +49,32 @@ SCHEMA = [
         id BIGSERIAL PRIMARY KEY, workspace TEXT NOT NULL, user_id TEXT NOT NULL, text TEXT NOT NULL,
         created_at TIMESTAMPTZ NOT NULL DEFAULT now()
     )""",
-    # The tool call that saved a note: a call run again after a crash finds its note instead of adding one.
+    # The tool call that saved a note, in its thread: a call run again after a crash finds its note instead
+    # of adding one. Call ids repeat across threads (endpoints number them per reply), so the key is both;
+    # notes saved outside any thread have the thread ''. Databases keyed by the call alone lose that index.
     "ALTER TABLE notes ADD COLUMN IF NOT EXISTS call_id TEXT",
-    "CREATE UNIQUE INDEX IF NOT EXISTS notes_call ON notes (call_id)",
+    "ALTER TABLE notes ADD COLUMN IF NOT EXISTS thread_id TEXT NOT NULL DEFAULT ''",
+    "CREATE UNIQUE INDEX IF NOT EXISTS notes_thread_call ON notes (thread_id, call_id)",
+    "DROP INDEX IF EXISTS notes_call",
 ]
+
+
+class NoteKey(NamedTuple):
+    """What makes a note's saving run once: the call, within its thread ('' outside any thread)."""
+
+    thread_id: str
+    call_id: str
+
+
+class NoteConflict(Exception):
+    """A call whose thread and id already saved a different note: this one was not saved."""
+
+
+def _conflict(key: NoteKey) -> NoteConflict:
+    return NoteConflict(
+        f"not saved: call {key.call_id} of this thread already saved a different note;"
+        " ask again with a new call"
+    )
 
 
 @dataclass
@@ -90,8 +112,15 @@ class Records(Protocol):
         """Remember "always allow"."""
         ...
 
-    async def add_note(self, workspace: str, user_id: str, text: str, call_id: str | None = None) -> int:
-        """Save a note (the side-effecting built-in tool); a ``call_id`` already saved returns that note."""
+    async def add_note(self, workspace: str, user_id: str, text: str, key: NoteKey | None = None) -> int:
+        """Save a note (the side-effecting built-in tool), once per ``key`` when given; returns its id.
+
+        The same ``key`` again (a crash replay) returns the note it saved.
+
+        Raises:
+            NoteConflict: That key saved a different note (other text, workspace or user):
+                nothing is saved, and no one else's note id is handed out.
+        """
         ...
 
     async def notes(self, workspace: str, user_id: str) -> list[str]:
@@ -171,17 +200,25 @@ class PostgresRecords:
                 (workspace, user_id, tool),
             )
 
-    async def add_note(  # noqa: D102
-        self, workspace: str, user_id: str, text: str, call_id: str | None = None
-    ) -> int:
+    async def add_note(self, workspace: str, user_id: str, text: str, key: NoteKey | None = None) -> int:  # noqa: D102
+        note = (workspace, user_id, text)
         async with self._conn() as conn:
             cur = await conn.execute(
-                "INSERT INTO notes (workspace, user_id, text, call_id) VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT (call_id) DO UPDATE SET call_id = EXCLUDED.call_id RETURNING id",
-                (workspace, user_id, text, call_id),
+                "INSERT INTO notes (workspace, user_id, text, thread_id, call_id) VALUES (%s, %s, %s, %s, %s)"
+                " ON CONFLICT (thread_id, call_id) DO NOTHING RETURNING id",
+                (*note, *(key or ("", None))),
+            )
+            if row := await cur.fetchone():
+                return int(row["id"])  # type: ignore[index]
+            assert key is not None, "a note without a key (its call_id NULL) is always inserted"
+            # Its key saved a note before (committed, or the insert would have waited): is it this one?
+            cur = await conn.execute(
+                "SELECT id, workspace, user_id, text FROM notes WHERE thread_id = %s AND call_id = %s", key
             )
             row = await cur.fetchone()
-            return int(row["id"])  # type: ignore[index]
+        if row is None or (row["workspace"], row["user_id"], row["text"]) != note:  # type: ignore[index]
+            raise _conflict(key)
+        return int(row["id"])  # type: ignore[index]
 
     async def notes(self, workspace: str, user_id: str) -> list[str]:  # noqa: D102
         async with self._conn() as conn:
@@ -199,7 +236,7 @@ class MemoryRecords:
     exchanges: list[Exchange] = field(default_factory=list)
     grants: set[tuple[str, str, str]] = field(default_factory=set)
     saved_notes: list[tuple[str, str, str]] = field(default_factory=list)
-    note_calls: dict[str, int] = field(default_factory=dict)
+    note_calls: dict[NoteKey, int] = field(default_factory=dict)
 
     async def log_exchange(self, exchange: Exchange) -> int:  # noqa: D102
         key = (exchange.thread_id, exchange.message_id, exchange.answer_id)
@@ -217,14 +254,15 @@ class MemoryRecords:
     async def grant(self, workspace: str, user_id: str, tool: str) -> None:  # noqa: D102
         self.grants.add((workspace, user_id, tool))
 
-    async def add_note(  # noqa: D102
-        self, workspace: str, user_id: str, text: str, call_id: str | None = None
-    ) -> int:
-        if call_id is not None and call_id in self.note_calls:
-            return self.note_calls[call_id]
-        self.saved_notes.append((workspace, user_id, text))
-        if call_id is not None:
-            self.note_calls[call_id] = len(self.saved_notes)
+    async def add_note(self, workspace: str, user_id: str, text: str, key: NoteKey | None = None) -> int:  # noqa: D102
+        note = (workspace, user_id, text)
+        if key is not None and (known := self.note_calls.get(key)) is not None:
+            if self.saved_notes[known - 1] != note:
+                raise _conflict(key)
+            return known
+        self.saved_notes.append(note)
+        if key is not None:
+            self.note_calls[key] = len(self.saved_notes)
         return len(self.saved_notes)
 
     async def notes(self, workspace: str, user_id: str) -> list[str]:  # noqa: D102

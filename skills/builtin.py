@@ -10,9 +10,10 @@ import asyncio
 from datetime import datetime
 from typing import Annotated
 
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
-from workspace_agent.checkpoints.chatlog import Records
+from workspace_agent.checkpoints.chatlog import NoteKey, Records
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.context import document_scope
 from workspace_agent.skills.calculator import calculate
@@ -42,12 +43,18 @@ def builtin_tools(
 ) -> list[BaseTool]:
     """The built-in tools acting for one workspace and user, on the graph's own stores."""
 
-    async def save_note(text: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+    async def save_note(
+        text: str, tool_call_id: Annotated[str, InjectedToolCallId], config: RunnableConfig
+    ) -> str:
         """Save a note to this workspace's notes so it can be read later."""
         if not text.strip():
             raise ValueError("a note needs some text")
-        # Keyed by the call: run again after a crash (see execute_tool), it finds its note, adds none.
-        note_id = await records.add_note(workspace, user_id, text, call_id=tool_call_id)
+        # Keyed by the thread and the call: run again after a crash (see execute_tool) it finds its note and
+        # adds none, while another thread's call with the same id (ids repeat) saves its own. A clash raises
+        # NoteConflict: a note that was not saved is never reported as saved.
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        key = NoteKey(str(thread_id or ""), tool_call_id)
+        note_id = await records.add_note(workspace, user_id, text, key)
         return f"Saved note {note_id}."
 
     return [
