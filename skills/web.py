@@ -33,7 +33,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from workspace_agent.providers.tokens import encoding
 from workspace_agent.skills.document_tools import live_settings
-from workspace_agent.skills.loaders import UnreadableDocument, extract_text
+from workspace_agent.skills.extraction import extract_bounded
+from workspace_agent.skills.loaders import UnreadableDocument
 
 MAX_BYTES_SETTING, TIMEOUT_SETTING = "FETCH_MAX_BYTES", "FETCH_TIMEOUT"
 REDIRECTS_SETTING, ALLOWED_SETTING = "FETCH_MAX_REDIRECTS", "FETCH_ALLOWED_HOSTS"
@@ -229,13 +230,15 @@ def _decoder(content_encoding: str) -> Callable[[bytes, int], bytes]:
     raise FetchError(f"the page is sent with the {name!r} encoding, which fetch_url does not decode")
 
 
-async def read_capped(response: httpx.Response, max_bytes: int, setting: str = MAX_BYTES_SETTING) -> bytes:
+async def read_capped(
+    response: httpx.Response, max_bytes: int, setting: str = MAX_BYTES_SETTING, what: str = "page"
+) -> bytes:
     """The response body, decompressed here, stopped as soon as it passes ``max_bytes``.
 
     Raises:
         FetchError: The body declares or reaches more than ``max_bytes``; the message names ``setting``.
     """
-    too_big = f"the page is larger than {max_bytes:,} bytes, the most one fetch may read ({setting})"
+    too_big = f"the {what} is larger than {max_bytes:,} bytes, the most one request may read ({setting})"
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes and not response.headers.get("content-encoding"):
         raise FetchError(too_big)
@@ -354,18 +357,22 @@ def _kind(page: Page) -> str:
     )
 
 
-def page_text(page: Page) -> tuple[str, str]:
+async def page_text(page: Page) -> tuple[str, str]:
     """The title (may be empty) and text of a fetched page.
+
+    A PDF goes through the documents' bounded extraction (a worker process under ``EXTRACT_*`` limits): a
+    page can be a PDF crafted to take minutes or gigabytes. HTML and text are parsed in a thread; the byte
+    cap bounds them.
 
     Raises:
         FetchError: The type is not readable, or the page holds no text.
     """
     kind = _kind(page)
     if kind == "html":
-        title, text = html_text(page.body, page.charset)
+        title, text = await asyncio.to_thread(html_text, page.body, page.charset)
     elif kind == "pdf":
         try:
-            title, text = "", extract_text(Path("page.pdf"), page.body)
+            title, text = "", await extract_bounded(Path("page.pdf"), page.body)
         except UnreadableDocument as exc:
             raise FetchError(f"the PDF could not be read: {exc}") from exc
     else:
@@ -400,7 +407,7 @@ async def fetch_url(url: str) -> tuple[str, dict[str, Any]]:
     """Read one public web page (HTML, plain text or PDF) at an http(s) URL; returns its title and text."""
     page = await fetch(url)
     window = live_settings().window
-    title, text = await asyncio.to_thread(page_text, page)
+    title, text = await page_text(page)
     shown, note = await asyncio.to_thread(fit_to_share, text, window)
     address = str(page.url)
     title = title or address

@@ -117,7 +117,7 @@ async def _json(client: httpx.AsyncClient, request: httpx.Request) -> Any:
     ) as r:
         if r.status_code >= 400:
             raise SearchError(f"the search provider answered {r.status_code} {r.reason_phrase}")
-        body = await read_capped(r, MAX_ANSWER_BYTES, "the search answer cap")
+        body = await read_capped(r, MAX_ANSWER_BYTES, "fixed", "search answer")
     try:
         return httpx.Response(200, content=body).json()
     except ValueError as exc:
@@ -202,7 +202,7 @@ async def duckduckgo(client: httpx.AsyncClient, query: str, limit: int) -> list[
     async with client.stream("POST", endpoint("duckduckgo"), data={"q": query}) as response:
         if response.status_code >= 400:
             raise SearchError(f"DuckDuckGo answered {response.status_code} {response.reason_phrase}")
-        body = await read_capped(response, MAX_ANSWER_BYTES, "the search answer cap")
+        body = await read_capped(response, MAX_ANSWER_BYTES, "fixed", "search answer")
     return duckduckgo_results(body.decode(response.charset_encoding or "utf-8", errors="replace"), limit)
 
 
