@@ -57,6 +57,9 @@ BLOCK_TAGS = (
     "p div br li tr h1 h2 h3 h4 h5 h6 section article header pre blockquote dd dt table ul ol".split()
 )
 USER_AGENT = "workspace-agent/0.1 (fetch_url)"
+#: No connection is kept for the next hop: connections are pooled by address, and two host names on one
+#: address (a CDN) would otherwise share a TLS connection made for the first name.
+ONE_USE = httpx.Limits(max_keepalive_connections=0)
 
 
 class FetchError(RuntimeError):
@@ -297,7 +300,7 @@ async def fetch(given: str) -> Page:
     try:
         async with (
             asyncio.timeout(limits.timeout),
-            httpx.AsyncClient(trust_env=False, timeout=timeout, headers=headers) as client,
+            httpx.AsyncClient(trust_env=False, timeout=timeout, headers=headers, limits=ONE_USE) as client,
         ):
             for _ in range(limits.max_redirects + 1):
                 answer = await _hop(client, url, limits)
