@@ -248,6 +248,15 @@ class DocumentStore:
             )
             return [Document(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
 
+    async def openings(self, workspace: str, chars: int) -> dict[int, str]:
+        """The first ``chars`` characters of each document of a workspace, by id: enough to describe it."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT id, left(content, %s) AS opening FROM documents WHERE workspace = %s",
+                (chars, workspace),
+            )
+            return {row["id"]: row["opening"] or "" for row in await cur.fetchall()}
+
     async def pinned_documents(self, workspace: str) -> list[Document]:
         """The pinned documents of a workspace with their full text, in the order they were added."""
         async with self._conn() as conn:

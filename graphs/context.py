@@ -40,7 +40,13 @@ def document_scope(user_id: str, workspace: str) -> str:
     return workspace if user_id == LOCAL_USER else f"{user_id}/{workspace}"
 
 
-READ_ONLY_BUILTINS = ["current_datetime", "calculate", "search_documents"]
+READ_ONLY_BUILTINS = [
+    "current_datetime",
+    "calculate",
+    "search_documents",
+    "list_documents",
+    "summarize_document",
+]
 SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 # Inclusive bounds of the numeric settings; tool_timeout must also be above 0. The upper bounds keep a
@@ -205,6 +211,20 @@ class Context:
         metadata=_meta(
             "Which of the deployment's MCP servers (its MCP_CONFIG file) this workspace uses, by name; "
             "empty = all of them, [] = none."
+        ),
+    )
+    tools: list[str] | None = field(
+        default=None,
+        metadata=_meta(
+            "Which tools this workspace offers, by name or pattern (fnmatch; MCP: <server>-*); unset = all. "
+            "A tool not chosen is neither offered nor run. Set on the workspace's assistant, not per run."
+        ),
+    )
+    without_tools: list[str] = field(
+        default_factory=list,
+        metadata=_meta(
+            "Tool-name patterns this run does not offer: how a run's context narrows its assistant's tools. "
+            "Set per run, not on an assistant."
         ),
     )
     memories_enabled: bool = field(

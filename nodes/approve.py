@@ -65,6 +65,7 @@ def _decision_id(toolset: Toolset, name: str) -> str:
     return "D21" if (toolset.tools[name].metadata or {}).get("mcp") else "D3"
 
 
+_NOT_CHOSEN = "this workspace does not offer the tool {!r} (its tools setting, or this run's without_tools)"
 ALREADY_RUN = "\n(This call already ran in this turn with the same arguments: this is its result again.)"
 
 
@@ -178,6 +179,10 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
             answers.append(again)
             why = f"{call['name']} with these arguments already ran in this turn: its result was given again"
             notes.append(decision("C10", "code", {call["id"]: "repeat, not run"}, why))
+        elif call["name"] in toolset.unchosen:
+            answers.append(_answer(call["id"], call["name"], f"Not run: {_NOT_CHOSEN.format(call['name'])}"))
+            why = f"{call['name']}: {_NOT_CHOSEN.format(call['name'])}"
+            notes.append(decision("D3", "policy", {call["id"]: "not chosen"}, why))
         elif call["name"] not in toolset.tools:
             answers.append(
                 _answer(

@@ -15,6 +15,7 @@ from typing import Literal
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import CONFIG_KEY_RESUMING  # no public name; pinned by a test
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import ValidationError
@@ -65,7 +66,9 @@ async def execute_tool(
     try:
         if tool is None:
             raise LookupError(f"there is no tool named {call['name']!r}")
-        result = await asyncio.wait_for(tool.ainvoke({**call, "type": "tool_call"}), timeout=ctx.tool_timeout)
+        # A tool that paces itself (one model call per section) applies tool_timeout to each of its steps.
+        timeout = None if (tool.metadata or {}).get("paced") else ctx.tool_timeout
+        result = await asyncio.wait_for(tool.ainvoke({**call, "type": "tool_call"}), timeout=timeout)
         message = (
             result
             if isinstance(result, ToolMessage)
@@ -88,6 +91,8 @@ async def execute_tool(
             tool_call_id=call["id"],
             status="error",
         )
+    except GraphBubbleUp:
+        raise  # a tool that asks the person (an interrupt) waits for them; that is no failure
     except Exception as exc:  # a tool's failure is the model's information, never the turn's end
         status = "error"
         message = ToolMessage(

@@ -9,6 +9,8 @@ handler of ``threads.create_run`` (``server/auth.py``), the same under ``langgra
   A run may only send values that tighten whatever the assistant says (``auto_approved: []``, or an
   ``approval_required`` holding ``"*"``); it adds approval with ``also_ask``, which an assistant may not set,
   so no run can clear it either.
+- The tools a workspace offers (``tools``) are its assistant's too; a run narrows them with
+  ``without_tools`` only, so a run can never offer a tool its workspace did not choose.
 - A run resumes an approval with ``Command(resume=...)`` only: ``goto`` and ``update`` would hand
   ``execute_tool`` a call no one approved. Thread state is written by the graph's nodes only, for the same
   reason.
@@ -21,7 +23,8 @@ from typing import Any
 
 from workspace_agent.graphs.context import Context, ContextError, check_type
 
-RUN_ONLY = "also_ask"
+#: A run's own narrowing, which an assistant may not set: a run wins the merge, so it could clear them.
+RUN_ONLY = ("also_ask", "without_tools")
 
 
 class PolicyError(PermissionError):
@@ -52,7 +55,7 @@ def check_run_settings(values: Mapping[str, Any], user: str | None) -> None:
         values: The run's own context (or configurable), before the server merges the assistant's.
         user: The authenticated user, or ``None`` when authentication is off.
     """
-    for name in ("auto_approved", "approval_required", RUN_ONLY):
+    for name in ("auto_approved", "approval_required", *RUN_ONLY):
         if name in values:
             try:
                 check_type(name, list[str], values[name])
@@ -62,6 +65,11 @@ def check_run_settings(values: Mapping[str, Any], user: str | None) -> None:
         raise PolicyError(
             "a run cannot set auto_approved: it is the workspace's setting, made on its assistant by its "
             "owner. A run asks for more approval with also_ask (tool-name patterns) or auto_approved: []."
+        )
+    if "tools" in values:
+        raise PolicyError(
+            "a run cannot set tools: which tools a workspace offers is set on its assistant. A run offers "
+            "fewer with without_tools (tool-name patterns)."
         )
     if "approval_required" in values and "*" not in values["approval_required"]:
         raise PolicyError(
@@ -90,11 +98,12 @@ def check_assistant_context(values: Mapping[str, Any] | None, graph_id: str | No
         PolicyError: ``also_ask`` (a run could clear it) or a ``user_id`` other than the owner's.
     """
     values = values or {}
-    if RUN_ONLY in values:
-        raise PolicyError(
-            "also_ask is a run's setting; an assistant sets its approval with approval_required and "
-            "auto_approved"
-        )
+    for name in RUN_ONLY:
+        if name in values:
+            raise PolicyError(
+                f"{name} is a run's setting; an assistant sets its approval with approval_required and "
+                "auto_approved, and its tools with tools"
+            )
     claimed = values.get("user_id")
     if user is not None and claimed is not None and claimed != user:
         raise PolicyError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -10,11 +11,12 @@ from langchain_core.tools import BaseTool
 
 from workspace_agent.checkpoints.chatlog import Records
 from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.context import Context, document_scope
 from workspace_agent.providers.endpoint import model_settings
 from workspace_agent.providers.models import chat_model
 from workspace_agent.skills.builtin import builtin_tools
 from workspace_agent.skills.mcp import load_mcp
+from workspace_agent.skills.summaries import summary_tools
 
 
 @dataclass
@@ -23,6 +25,15 @@ class Toolset:
 
     tools: dict[str, BaseTool]
     problems: list[str] = field(default_factory=list)
+    #: Tools there are but this workspace (``tools``) or this run (``without_tools``) did not choose.
+    unchosen: set[str] = field(default_factory=set)
+
+
+def chosen(context: Context, name: str) -> bool:
+    """Whether the workspace offers the tool: in its ``tools`` (unset: all) and not in ``without_tools``."""
+    if context.tools is not None and not any(fnmatchcase(name, p) for p in context.tools):
+        return False
+    return not any(fnmatchcase(name, p) for p in context.without_tools)
 
 
 @dataclass
@@ -52,7 +63,8 @@ class Services:
             if len(self._builtins) > 1024:
                 self._builtins.clear()
             tools = builtin_tools(context.workspace, context.user_id, self.records, self.documents)
-            self._builtins[key] = tools
+            scope = document_scope(context.user_id, context.workspace)
+            self._builtins[key] = [*tools, *summary_tools(scope, self.documents, self.chat_model)]
         return self._builtins[key]
 
     def chat_model(self, context: Context) -> BaseChatModel:
@@ -85,4 +97,8 @@ class Services:
                 problems.append(f"tool name {tool.name!r} is offered twice; the first one is kept")
                 continue
             tools[tool.name] = tool
-        return Toolset(tools, problems)
+        unchosen = {name for name in tools if not chosen(context, name)}
+        for pattern in context.tools or []:
+            if not any(fnmatchcase(name, pattern) for name in tools):
+                problems.append(f"the workspace's tools name {pattern!r}, which matches no tool")
+        return Toolset({n: t for n, t in tools.items() if n not in unchosen}, problems, unchosen)
