@@ -88,7 +88,8 @@ async def _prompted(
         why = "the reply called a tool that does not exist; the model was asked again without tools"
         notes.append(decision("C1", "model", "no such tool", why))
     response = turn.message
-    if not response.tool_calls and not response.invalid_tool_calls and names_a_tool(message_text(response)):
+    written = names_a_tool(message_text(response), whole=turn.constrained)  # grammar: whole replies only
+    if not response.tool_calls and not response.invalid_tool_calls and written:
         cause = (
             f"this turn's {ctx.max_tool_calls} tool calls are spent"
             if withheld
