@@ -16,7 +16,10 @@ from workspace_agent.providers.endpoint import model_settings
 from workspace_agent.providers.models import chat_model
 from workspace_agent.skills.builtin import builtin_tools
 from workspace_agent.skills.mcp import load_mcp
+from workspace_agent.skills.sql import sql_tools
 from workspace_agent.skills.summaries import summary_tools
+from workspace_agent.skills.web import web_tools
+from workspace_agent.skills.web_search import web_search_tools
 
 
 @dataclass
@@ -64,7 +67,10 @@ class Services:
                 self._builtins.clear()
             tools = builtin_tools(context.workspace, context.user_id, self.records, self.documents)
             scope = document_scope(context.user_id, context.workspace)
-            self._builtins[key] = [*tools, *summary_tools(scope, self.documents, self.chat_model)]
+            summaries = summary_tools(scope, self.documents, self.chat_model)
+            # the deployment's outward tools: web_search and sql_* only when it configured them; all ask
+            outward = [*web_tools(), *web_search_tools(), *sql_tools()]
+            self._builtins[key] = [*tools, *summaries, *outward]
         return self._builtins[key]
 
     def chat_model(self, context: Context) -> BaseChatModel:
