@@ -159,7 +159,7 @@ async def test_a_pdf_whose_pages_share_one_stream_stops_at_the_character_cap(
 ):
     monkeypatch.setenv("EXTRACT_MAX_CHARS", "200000")
     bomb = shared_stream_pdf(pages=2000)
-    assert len(bomb) < 100_000, "kilobytes on disk, 60 million characters of text"
+    assert len(bomb) < 400_000, "a few hundred kB on disk, 60 million characters of text"
     embed.push(text_reply("ok"))
     started = time.monotonic()
     out = await upload(saver, workspace, thread, file_block("pages.pdf", "application/pdf", bomb))
@@ -179,7 +179,9 @@ async def test_the_cpu_limit_stops_a_slow_extraction(embed, saver, workspace, th
     out = await upload(saver, workspace, thread, slow)
     [entry] = out["uploads"]
     assert entry["outcome"] == "refused", entry
-    assert "2 s of processor time" in entry["reason"] and "EXTRACT_CPU_SECONDS" in entry["reason"]
+    # A niced worker on a busy machine may reach the wall-clock bound (derived from the same setting) first.
+    assert "EXTRACT_CPU_SECONDS" in entry["reason"], entry["reason"]
+    assert "2 s of processor time" in entry["reason"] or "wall-clock" in entry["reason"]
 
 
 @pytest.mark.timeout(HANG * 2)
