@@ -4,6 +4,11 @@
 developer API (``server/anythingllm_api.py``). Both are clients of the server they are mounted in: they run
 the graphs through its own API with the caller's own key, so identity, ownership, the run rules and
 approvals are the ones ``server/auth.py`` already enforces, not a second copy of them.
+
+Each route authenticates its caller itself, with ``auth.py``'s own handler (``http_common.caller``), so
+a missing or wrong key is refused in the shape that API's clients expect. The servers'
+``enable_custom_route_auth`` is therefore not set: ``langgraph dev`` would answer in LangGraph's error body
+before the route could, and Aegra covers FastAPI routes only, not these mounted Starlette ones.
 """
 
 from __future__ import annotations
@@ -14,4 +19,16 @@ from starlette.routing import Mount
 from workspace_agent.server.anythingllm_api import routes as anythingllm_routes
 from workspace_agent.server.openai_api import routes as openai_routes
 
-app = Starlette(routes=[Mount("/v1", routes=openai_routes), Mount("/api/v1", routes=anythingllm_routes)])
+
+def _application_class() -> type[Starlette]:
+    """FastAPI where it is installed: Aegra mounts only a FastAPI app. ``langgraph dev`` takes either."""
+    try:
+        from fastapi import FastAPI
+    except ImportError:
+        return Starlette
+    return FastAPI
+
+
+app = _application_class()(
+    routes=[Mount("/v1", routes=openai_routes), Mount("/api/v1", routes=anythingllm_routes)]
+)

@@ -1,7 +1,514 @@
-"""OpenAI-compatible routes under ``/v1``: a workspace is a model."""
+"""OpenAI-compatible routes under ``/v1``: a workspace is a model, as in AnythingLLM's ``/v1/openai``.
+
+- ``GET /v1/models``: one model per workspace the caller has an assistant for, plus ``default``.
+- ``POST /v1/chat/completions``: stateless, as OpenAI's and AnythingLLM's are. The request's messages are the
+  conversation: each call runs one turn of the ``agent`` graph on a new thread of the caller's, with the
+  earlier messages as the thread's history (``load_history`` folds and trims them by the workspace's
+  settings), then deletes the thread. A ``system`` message replaces the workspace's prompt, ``max_tokens``
+  becomes the turn's ``reply_reserve`` (what the graph asks the model for). The graph's ``finish`` node
+  logs the exchange to the workspace's chat log, as for any turn. Sources go in a ``sources`` field beside
+  ``choices`` (of the completion, and of the last chunk when streaming), which OpenAI clients ignore.
+- ``POST /v1/embeddings``: the deployment's embedder, the one the workspace's documents are embedded with.
+
+Every turn runs through the server these routes are mounted in, with the caller's own key (see
+``http_common.py``), so the run rules and approvals hold as for any client. A tool that needs approval has
+no one to ask in a stateless call: it is not run, and the answer names it and says why.
+"""
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+import asyncio
+import base64
+import json
+import struct
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
-routes: list[BaseRoute] = []
+import httpx
+from langgraph_sdk.client import LangGraphClient
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from workspace_agent.providers.embeddings import EmbeddingUnavailable
+from workspace_agent.providers.tokens import count, message_text
+from workspace_agent.server.http_common import (
+    RouteError,
+    assistant_for,
+    caller,
+    read_json,
+    server_client,
+    workspace_assistants,
+    workspace_of,
+)
+from workspace_agent.skills.documents import embedder
+
+DEFAULT_WORKSPACE = "default"
+#: The graph of a turn; also the id of its built-in assistant on both servers.
+AGENT_GRAPH = "agent"
+#: Metadata of the threads the stateless calls make, so one left behind (a crash) is recognised.
+THREAD_MARK = {"via": "openai-api", "stateless": True}
+MAX_EMBEDDING_INPUTS = 2048
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+#: Tasks that cancel and delete a turn's thread after its client went away; held so they are not collected.
+_CLEANUPS: set[asyncio.Task[None]] = set()
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def error_response(
+    status: int, message: str, code: str | None = None, param: str | None = None
+) -> JSONResponse:
+    """An error in OpenAI's shape, which its SDKs turn into the matching exception class."""
+    kind = {401: "authentication_error", 403: "permission_error", 404: "invalid_request_error"}.get(
+        status, "invalid_request_error" if status < 500 else "server_error"
+    )
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    return JSONResponse(body, status_code=status)
+
+
+def _server_refusal(exc: httpx.HTTPStatusError) -> JSONResponse:
+    """The server's own refusal (a run rule, a context error), passed on with its status and reason."""
+    try:
+        detail = exc.response.json().get("detail") or exc.response.text
+    except ValueError:
+        detail = exc.response.text
+    return error_response(exc.response.status_code, str(detail), "refused_by_server")
+
+
+def openai_errors(handler: Handler) -> Handler:
+    """Render every refusal of a route in OpenAI's error shape, whoever raised it."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except RouteError as exc:
+            return error_response(exc.status, exc.message, exc.code)
+        except httpx.HTTPStatusError as exc:
+            return _server_refusal(exc)
+
+    return wrapped
+
+
+@dataclass
+class Chat:
+    """One ``chat/completions`` request, read and checked."""
+
+    workspace: str
+    messages: list[dict[str, Any]]
+    system: str | None = None
+    max_tokens: int | None = None
+    stream: bool = False
+    include_usage: bool = False
+    unsupported: list[str] = field(default_factory=list)
+
+
+def _content(message: dict[str, Any], index: int) -> str | list[dict[str, Any]]:
+    """A message's content as the graph takes it: a string, or a list of content parts (text, images)."""
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and isinstance(p.get("type"), str) for p in content
+    ):
+        return content
+    raise RouteError(
+        400, f"messages[{index}].content must be a string or a list of content parts", "invalid_value"
+    )
+
+
+def _conversation(raw: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """The graph's input messages and the system prompt, from OpenAI's ``messages``.
+
+    ``system`` (and ``developer``) messages become the turn's prompt; tool calls and their results are left
+    out, as the graph folds earlier turns to the user's message and the final answer anyway. The last
+    message must be the user's: it is the turn.
+    """
+    if not isinstance(raw, list) or not raw:
+        raise RouteError(400, "messages must be a non-empty list", "invalid_value")
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for i, message in enumerate(raw):
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            raise RouteError(400, f"messages[{i}] needs a role, one of {', '.join(ROLES)}", "invalid_value")
+        role, content = message["role"], _content(message, i)
+        if role in ("system", "developer"):
+            system.append(message_text({"content": content}))
+        elif role == "user" or (role == "assistant" and message_text({"content": content}).strip()):
+            turns.append({"role": role, "content": content})
+    if not turns or turns[-1]["role"] != "user":
+        raise RouteError(
+            400, "the last message (besides system messages) must be the user's", "invalid_value"
+        )
+    return turns, "\n\n".join(system) if system else None
+
+
+def _whole_number(body: dict[str, Any], *names: str) -> int | None:
+    for name in names:
+        value = body.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise RouteError(400, f"{name} must be a positive whole number", "invalid_value")
+        return value
+    return None
+
+
+def parse_chat(body: dict[str, Any]) -> Chat:
+    """Read a ``chat/completions`` body: the workspace, the conversation and the options the graph honours.
+
+    Raises:
+        RouteError: 400 for a missing model, malformed messages or ill-typed options.
+    """
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise RouteError(400, "model (the workspace slug) is required", "invalid_value")
+    messages, system = _conversation(body.get("messages"))
+    options = body.get("stream_options")
+    chat = Chat(
+        workspace=model.strip(),
+        messages=messages,
+        system=system,
+        max_tokens=_whole_number(body, "max_completion_tokens", "max_tokens"),
+        stream=body.get("stream") is True,
+        include_usage=isinstance(options, dict) and options.get("include_usage") is True,
+    )
+    chat.unsupported = [name for name in ("temperature", "top_p") if body.get(name) is not None]
+    return chat
+
+
+async def resolve_assistant(client: LangGraphClient, workspace: str) -> str:
+    """The caller's assistant id for a workspace; the agent's built-in one for ``default``.
+
+    Raises:
+        RouteError: 404 when the caller has no such workspace (another user's is unknown to them too).
+    """
+    found = await assistant_for(client, workspace)
+    if found is not None:
+        return str(found["assistant_id"])
+    if workspace == DEFAULT_WORKSPACE:
+        return AGENT_GRAPH
+    raise RouteError(
+        404, f"The model `{workspace}` does not exist or you do not have access to it.", "model_not_found"
+    )
+
+
+def run_context(chat: Chat) -> dict[str, Any]:
+    """The turn's own settings: the workspace, the request's prompt and its reply limit."""
+    context: dict[str, Any] = {"workspace": chat.workspace}
+    if chat.system is not None:
+        context["system_prompt"] = chat.system
+    if chat.max_tokens is not None:
+        context["reply_reserve"] = chat.max_tokens
+    return context
+
+
+@dataclass
+class Outcome:
+    """What a finished (or stopped) turn left in its thread."""
+
+    text: str
+    finish_reason: str
+    sources: list[dict[str, Any]]
+    usage: dict[str, int]
+    pending: list[dict[str, Any]] = field(default_factory=list)
+
+
+def pending_note(requests: list[dict[str, Any]]) -> str:
+    """The answer's words for tool calls left waiting for an approval no one can give here."""
+    names = ", ".join(
+        f"{r.get('name')} ({json.dumps(r.get('args', {}), ensure_ascii=False)})" for r in requests
+    )
+    return (
+        f"Not run: {names} needs a person's approval in this workspace, and a stateless /v1 call has no one "
+        "to ask. Nothing was done. Ask through a client that can approve (a LangGraph thread, Agent Chat UI, "
+        "AnythingLLM's API), or have the workspace's owner allow the tool."
+    )
+
+
+def _interrupts(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pending approval requests of a thread's state (both servers put them on the tasks)."""
+    found = [i for task in state.get("tasks") or [] for i in task.get("interrupts") or []]
+    found += [i for i in state.get("interrupts") or [] if i not in found]
+    values = [i.get("value") for i in found if isinstance(i, dict)]
+    return [r for v in values if isinstance(v, dict) for r in v.get("action_requests") or []]
+
+
+def _usage(turn: list[dict[str, Any]], chat: Chat, text: str) -> dict[str, int]:
+    """Tokens of the turn: as the model reported them, else counted with the tokenizer the graph uses."""
+    reported = [m.get("usage_metadata") for m in turn if m.get("type") == "ai" and m.get("usage_metadata")]
+    if reported:
+        prompt = sum(int(u.get("input_tokens") or 0) for u in reported)
+        completion = sum(int(u.get("output_tokens") or 0) for u in reported)
+    else:
+        prompt = sum(count(message_text({"content": m["content"]})) for m in chat.messages)
+        prompt += count(chat.system or "")
+        completion = count(text)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def outcome_of(state: dict[str, Any], chat: Chat) -> Outcome:
+    """The answer, why it stopped, its sources and tokens, from the thread's state after the run."""
+    values = state.get("values") or {}
+    messages = values.get("messages") or []
+    start = max((i for i, m in enumerate(messages) if m.get("type") == "human"), default=0)
+    turn = messages[start + 1 :]
+    last = next((m for m in reversed(turn) if m.get("type") == "ai"), None)
+    text = message_text({"content": last.get("content", "")}) if last else ""
+    pending = _interrupts(state)
+    if pending:
+        text = "\n\n".join(part for part in (text.strip(), pending_note(pending)) if part)
+    stop = values.get("stop_reason")
+    finish = "length" if stop == "max_tokens" and not pending else "stop"
+    sources = values.get("sources") or []
+    return Outcome(
+        text, finish, sources if isinstance(sources, list) else [], _usage(turn, chat, text), pending
+    )
+
+
+@dataclass
+class Turn:
+    """One stateless turn: its thread on the server, its run, and the request that asked for it."""
+
+    client: LangGraphClient
+    assistant_id: str
+    chat: Chat
+    thread_id: str = ""
+    run_id: str = ""
+    done: bool = False
+
+    async def open(self) -> None:
+        """Make the turn's thread, marked as a stateless call's."""
+        thread = await self.client.threads.create(metadata={**THREAD_MARK, "workspace": self.chat.workspace})
+        self.thread_id = str(thread["thread_id"])
+
+    async def tokens(self) -> AsyncIterator[str]:
+        """Run the turn, yielding the answer's text as the model writes it.
+
+        Only text the model writes for the answer is yielded: tool-call chunks and other nodes' messages are
+        not (``outcome`` supplies what the stream did not carry, such as a query-mode refusal).
+
+        Raises:
+            RouteError: The run failed on the server.
+        """
+        parts = self.client.runs.stream(
+            self.thread_id,
+            self.assistant_id,
+            input={"messages": self.chat.messages},
+            context=run_context(self.chat),
+            stream_mode="messages-tuple",
+            on_disconnect="cancel",
+        )
+        async for part in parts:
+            if part.event == "metadata" and isinstance(part.data, dict):
+                self.run_id = str(part.data.get("run_id") or "")
+            elif part.event == "error":
+                detail = part.data.get("message") if isinstance(part.data, dict) else part.data
+                raise RouteError(500, f"the turn failed: {detail}", "run_failed")
+            elif part.event == "messages" and isinstance(part.data, list) and len(part.data) == 2:
+                chunk, meta = part.data
+                if (meta or {}).get("langgraph_node") != "call_model" or chunk.get("tool_call_chunks"):
+                    continue
+                text = message_text({"content": chunk.get("content", "")})
+                if text and chunk.get("type") == "AIMessageChunk":
+                    yield text
+        self.done = True
+
+    async def outcome(self) -> Outcome:
+        """The finished turn's answer, read from its thread's state."""
+        return outcome_of(await self.client.threads.get_state(self.thread_id), self.chat)
+
+    async def close(self) -> None:
+        """Stop the run if it is still going (its client left), then delete the thread.
+
+        The exchange is in the chat log only if ``finish`` ran: a cancelled turn logged nothing.
+        """
+        try:
+            if not self.done and self.run_id:
+                await self.client.runs.cancel(self.thread_id, self.run_id, wait=True)
+            if self.thread_id:
+                await self.client.threads.delete(self.thread_id)
+        except httpx.HTTPError:
+            pass  # the thread stays, marked THREAD_MARK; the run's own end is the server's
+        finally:
+            await self.client.aclose()
+
+
+def _close_later(turn: Turn) -> None:
+    """Close a turn whose request was cancelled, in a task of its own that the cancellation cannot reach."""
+    task = asyncio.create_task(turn.close())
+    _CLEANUPS.add(task)
+    task.add_done_callback(_CLEANUPS.discard)
+
+
+def _completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex}"
+
+
+def completion_body(cid: str, chat: Chat, outcome: Outcome) -> dict[str, Any]:
+    """A ``chat.completion`` object, with the turn's sources in an extra top-level ``sources`` field."""
+    message: dict[str, Any] = {"role": "assistant", "content": outcome.text, "refusal": None}
+    body: dict[str, Any] = {
+        "id": cid,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": chat.workspace,
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": outcome.finish_reason}
+        ],
+        "usage": outcome.usage,
+        "sources": outcome.sources,
+    }
+    if outcome.pending:
+        body["pending_approval"] = outcome.pending
+    return body
+
+
+def chunk_body(cid: str, chat: Chat, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    """A ``chat.completion.chunk`` object."""
+    return {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": chat.workspace,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+
+
+def _sse(body: dict[str, Any] | str) -> str:
+    return f"data: {body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+async def stream_completion(turn: Turn, cid: str) -> AsyncIterator[str]:
+    """Server-sent events of a turn: a role chunk, text chunks, the finish chunk with sources, ``[DONE]``.
+
+    If the client goes away the generator is cancelled: the run is then cancelled and its thread deleted.
+    """
+    chat, written = turn.chat, ""
+    try:
+        yield _sse(chunk_body(cid, chat, {"role": "assistant", "content": ""}))
+        async for text in turn.tokens():
+            written += text
+            yield _sse(chunk_body(cid, chat, {"content": text}))
+        outcome = await turn.outcome()
+        rest = outcome.text[len(written) :] if outcome.text.startswith(written) else ""
+        if rest:
+            yield _sse(chunk_body(cid, chat, {"content": rest}))
+        last = {**chunk_body(cid, chat, {}, outcome.finish_reason), "sources": outcome.sources}
+        if outcome.pending:
+            last["pending_approval"] = outcome.pending
+        yield _sse(last)
+        if chat.include_usage:
+            yield _sse({**chunk_body(cid, chat, {}), "choices": [], "usage": outcome.usage})
+    except RouteError as exc:
+        yield _sse(
+            {"error": {"message": exc.message, "type": "server_error", "param": None, "code": exc.code}}
+        )
+    except httpx.HTTPStatusError as exc:
+        yield _sse(json.loads(_server_refusal(exc).body))
+    except BaseException:
+        _close_later(turn)
+        raise
+    else:
+        yield _sse("[DONE]")
+    await turn.close()
+
+
+@openai_errors
+async def list_models(request: Request) -> Response:
+    """``GET /v1/models``: the caller's workspaces, each a model."""
+    user = await caller(request)
+    client = server_client(request)
+    try:
+        slugs = {workspace_of(a) for a in await workspace_assistants(client)} | {DEFAULT_WORKSPACE}
+    finally:
+        await client.aclose()
+    models = [{"id": s, "object": "model", "created": 0, "owned_by": user} for s in sorted(slugs)]
+    return JSONResponse({"object": "list", "data": models})
+
+
+@openai_errors
+async def chat_completions(request: Request) -> Response:
+    """``POST /v1/chat/completions``: one stateless turn of the workspace's agent."""
+    await caller(request)
+    chat = parse_chat(await read_json(request))
+    client = server_client(request)
+    turn = Turn(client, "", chat)
+    try:
+        turn.assistant_id = await resolve_assistant(client, chat.workspace)
+        await turn.open()
+    except BaseException:
+        await turn.close()
+        raise
+    cid = _completion_id()
+    if chat.stream:
+        return StreamingResponse(stream_completion(turn, cid), media_type="text/event-stream")
+    try:
+        async for _ in turn.tokens():
+            pass
+        return JSONResponse(completion_body(cid, chat, await turn.outcome()))
+    finally:
+        await turn.close()
+
+
+def _embedding_inputs(raw: Any) -> list[str]:
+    """The texts to embed: a string or a list of strings (token arrays are not taken)."""
+    texts = [raw] if isinstance(raw, str) else raw
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise RouteError(
+            400,
+            "input must be a string or a non-empty list of strings",
+            "invalid_value",
+        )
+    if len(texts) > MAX_EMBEDDING_INPUTS:
+        raise RouteError(400, f"input holds more than {MAX_EMBEDDING_INPUTS} texts", "invalid_value")
+    return texts
+
+
+def _encoded(vector: Any, encoding: str) -> list[float] | str:
+    """A vector as OpenAI sends it: floats, or little-endian float32 in base64 (the SDKs' default)."""
+    values = [float(v) for v in vector]
+    if encoding == "base64":
+        return base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode()
+    return values
+
+
+@openai_errors
+async def embeddings(request: Request) -> Response:
+    """``POST /v1/embeddings``: texts embedded by the model the workspace's documents are embedded with."""
+    await caller(request)
+    body = await read_json(request)
+    workspace, texts = body.get("model"), _embedding_inputs(body.get("input"))
+    encoding = body.get("encoding_format") or "float"
+    if encoding not in ("float", "base64"):
+        raise RouteError(400, "encoding_format must be float or base64", "invalid_value")
+    if not isinstance(workspace, str) or not workspace:
+        raise RouteError(400, "model (the workspace slug) is required", "invalid_value")
+    client = server_client(request)
+    try:
+        await resolve_assistant(client, workspace)
+    finally:
+        await client.aclose()
+    try:
+        model, _ = await embedder()
+        vectors = await model.aembed_documents(texts)
+    except EmbeddingUnavailable as exc:
+        raise RouteError(503, str(exc), "embeddings_unavailable") from None
+    data = [
+        {"object": "embedding", "index": i, "embedding": _encoded(v, encoding)} for i, v in enumerate(vectors)
+    ]
+    tokens = sum(count(t) for t in texts)
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return JSONResponse({"object": "list", "data": data, "model": workspace, "usage": usage})
+
+
+routes: list[BaseRoute] = [
+    Route("/models", list_models, methods=["GET"]),
+    Route("/chat/completions", chat_completions, methods=["POST"]),
+    Route("/embeddings", embeddings, methods=["POST"]),
+]
