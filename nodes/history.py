@@ -22,6 +22,8 @@ AGENT_PREFIX = "@agent"
 #: ``response_metadata`` flag of an answer shown in the thread but never given to the model (a refusal).
 EXCLUDED = "excluded_from_history"
 ATTACHMENT_TYPES = ("file", "image", "text-plain", "image_url", "audio")
+#: Keys of a content block that carry a file's bytes, in any client's form (``text`` for plain-text blocks).
+BYTE_KEYS = ("data", "base64", "file", "image_url", "text")
 
 
 def turn_start(messages: Sequence[BaseMessage]) -> int:
@@ -60,6 +62,12 @@ def given_name(block: dict[str, Any]) -> str | None:
     return None
 
 
+def is_image(block: dict[str, Any]) -> bool:
+    """Whether a block is an image, by its type or its MIME type (Agent Chat UI once sent images as files)."""
+    mime = str(block.get("mime_type") or block.get("mimeType") or "")
+    return block.get("type") in ("image", "image_url") or mime.lower().startswith("image/")
+
+
 def block_name(block: dict[str, Any]) -> str:
     """The file name a content block carries, or words for it when it has none."""
     return given_name(block) or f"the attached {block.get('type', 'file')}"
@@ -90,14 +98,20 @@ def exchanges(earlier: Sequence[BaseMessage]) -> list[tuple[HumanMessage, AIMess
     return pairs
 
 
+def _lean_block(block: Any) -> Any:
+    """A content block without a file's bytes, except an image ``ingest_uploads`` kept for the client to show.
+
+    Such an image carries its ``outcome`` and was within the message's caps (its bytes would be gone
+    otherwise); dropping them at the next turn's fold would leave a broken image in the conversation.
+    """
+    if not isinstance(block, dict) or (block.get("outcome") and is_image(block)):
+        return block
+    return {k: v for k, v in block.items() if k not in ("data", "base64")}
+
+
 def _lean_content(content: Any) -> Any:
     """Content without the bytes of attachments: the file is in the workspace, its name stays."""
-    if isinstance(content, str):
-        return content
-    return [
-        {k: v for k, v in b.items() if k not in ("data", "base64")} if isinstance(b, dict) else b
-        for b in content
-    ]
+    return content if isinstance(content, str) else [_lean_block(b) for b in content]
 
 
 def fold(earlier: Sequence[BaseMessage], limit: int) -> list[BaseMessage]:

@@ -1,31 +1,44 @@
 """I2 in the chat — a document dropped into the chat joins the workspace's documents, as through ``ingest``.
 
-Web clients (Agent Chat UI's "Upload PDF or Image") send a dropped file as a base64 content block in the
-user message. AnythingLLM adds such a document to the workspace; so does this node, through the same
-functions as the ``ingest`` graph: hashed first (an identical file is left unchanged), read by its type,
-split, embedded and stored. In the turn that drops it, ``retrieve`` sends it whole as it sends a pinned
-document (found by its ``document_id`` in ``uploads``: "summarise this" shares no word with the file), and
-the sources name it; later turns find it by similarity like any document. A file the model cannot use gets
-a reason instead of a crash: an image (this model reads text), an unsupported type, a file over a limit
-or one whose text cannot be extracted within the deployment's limits (``skills.extraction``). Its bytes
-leave the message once handled, added or refused alike: the thread keeps its name and what became of it,
-so checkpoints do not carry the file again at every step.
+Web clients send a dropped file as a content block in the user message. AnythingLLM adds such a document
+to the workspace; so does this node, through the same functions as the ``ingest`` graph: hashed first (an
+identical file is left unchanged), read by its type, split, embedded and stored. In the turn that drops
+it, ``retrieve`` sends it whole as it sends a pinned document (found by its ``document_id`` in
+``uploads``: "summarise this" shares no word with the file), and the sources name it; later turns find it
+by similarity like any document. A file the model cannot use gets a reason instead of a crash: one sent
+as a link or a file id (never fetched from here), an unsupported type, a file over a limit or one whose
+text cannot be extracted within the deployment's limits (``skills.extraction``). Its bytes leave the
+message once handled, added or refused alike: the thread keeps its name and what became of it, so
+checkpoints do not carry the file again at every step.
+
+Every form real clients send is read: Agent Chat UI's (``{"type": "file" | "image", "mimeType", "data",
+"metadata": {"filename" | "name"}}`` since late 2025), LangChain v1's standard blocks (``base64``, ``url``
+or ``file_id``, with ``mime_type``), LangChain's older form (``source_type``), and OpenAI's content parts
+(``{"type": "file", "file": {"filename", "file_data" | "file_id"}}``, ``{"type": "image_url"}``).
+
+An image is never read (the model is given text only) and never added to documents, and the model is
+told so; but it stays in the message exactly as sent, bytes included, because a client draws the
+conversation from the thread's messages (Agent Chat UI renders ``data`` of the stored block: without it,
+a broken image after the answer). The message's caps hold for images too: one over a cap is refused and
+its bytes dropped like a file's, and the reason says so.
 
 A file sent without a name is named after its content (``upload-<first 12 hex digits of its sha256>``
 with the suffix of its MIME type), so two unnamed files never replace each other. Base64 wrapped over
 lines (mail clients and some SDKs send it so) is read; anything else that is not base64 is refused.
 
 Settings (deployment: environment or ``langgraph.json`` env):
-    ``UPLOAD_MAX_BYTES``: the largest file accepted, in bytes (default 20 MiB).
-    ``UPLOAD_MAX_FILES``: files added from one message (default 10); the ones after are refused.
-    ``UPLOAD_MAX_TOTAL_BYTES``: bytes added from one message (default 50 MiB); a file that would take the
-        message over it is refused.
+    ``UPLOAD_MAX_BYTES``: the largest file (or image) accepted, in bytes (default 20 MiB).
+    ``UPLOAD_MAX_FILES``: files and images taken from one message (default 10); the ones after are
+        refused.
+    ``UPLOAD_MAX_TOTAL_BYTES``: bytes taken from one message (default 50 MiB); a file or image that would
+        take the message over it is refused.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import mimetypes
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,7 +48,14 @@ from langgraph.runtime import Runtime
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.state import AgentState, Decision, decision
-from workspace_agent.nodes.history import ATTACHMENT_TYPES, attachments, block_name, given_name
+from workspace_agent.nodes.history import (
+    ATTACHMENT_TYPES,
+    BYTE_KEYS,
+    attachments,
+    block_name,
+    given_name,
+    is_image,
+)
 from workspace_agent.skills.documents import index_document
 from workspace_agent.skills.extraction import extract_bounded
 from workspace_agent.skills.loaders import SUPPORTED_SUFFIXES, content_hash, positive_setting
@@ -51,7 +71,18 @@ MIME_SUFFIXES = {
     "text/x-markdown": ".md",
     "text/html": ".html",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
 }
+#: Why an image within the caps is not read; and what a refusal of an image adds.
+TEXT_ONLY = (
+    "it is an image; this model reads text only, so the image was not read "
+    "(it stays in the conversation, not in the workspace's documents)"
+)
+NOT_KEPT = "the image was neither read nor kept"
+INLINE_ONLY = "it reads only files sent inline (base64)"
 AFTER_ROUTE = ["load_history", "retrieve", "recall"]
 
 
@@ -70,30 +101,79 @@ def _size(n: int) -> str:
     return f"{n} bytes ({n / 1024:.1f} KiB)" if n < 1024**2 else f"{n} bytes ({n / 1024**2:.1f} MiB)"
 
 
-def _payload(block: dict[str, Any]) -> tuple[str, str]:
-    """The base64 data and MIME type of a block, in any of the forms LangChain and OpenAI define."""
-    mime = str(block.get("mime_type") or "")
-    if block.get("type") == "text-plain" and isinstance(block.get("text"), str):
-        return base64.b64encode(block["text"].encode()).decode(), "text/plain"
-    data = block.get("data") if block.get("source_type") == "base64" else block.get("base64")
-    url = (block.get("file") or {}).get("file_data") or (block.get("image_url") or {}).get("url") or ""
-    if not data and isinstance(url, str) and url.startswith("data:") and "," in url:
-        head, data = url[5:].split(",", 1)
-        mime = mime or head.split(";")[0]
-    if not isinstance(data, str) or not data:
-        raise Refused("only files sent inline (base64) can be added; a link or a file id cannot be read here")
-    return data, mime
+def _part(block: dict[str, Any]) -> str:
+    """What an OpenAI content part carries: ``file.file_data``, or ``image_url`` (an object, or a string)."""
+    file, image = block.get("file"), block.get("image_url")
+    value = file.get("file_data") if isinstance(file, dict) else None
+    if value is None:
+        value = image.get("url") if isinstance(image, dict) else image
+    return value if isinstance(value, str) else ""
 
 
-def _decoded(block: dict[str, Any]) -> tuple[bytes, str]:
-    """The bytes and MIME type of a dropped file; raise ``Refused`` when it cannot be added.
+def _inline(block: dict[str, Any]) -> tuple[str, str] | None:
+    """The base64 data and MIME type of a block that carries its bytes; None for a link or a file id.
+
+    The forms, by client: Agent Chat UI (``mimeType``, plain ``data``), LangChain v1 (``base64``,
+    ``mime_type``; plain text in ``text-plain``), LangChain's older form (``source_type`` ``"base64"`` or
+    ``"text"``), OpenAI (``file.file_data`` or ``image_url.url``, a data URL; plain base64 is read too).
+    """
+    mime = str(block.get("mime_type") or block.get("mimeType") or "")
+    text = block.get("text")
+    if isinstance(text, str) and (block.get("type") == "text-plain" or block.get("source_type") == "text"):
+        return base64.b64encode(text.encode()).decode(), mime or "text/plain"
+    data = block.get("base64") or (
+        block.get("data") if block.get("source_type", "base64") == "base64" else None
+    )
+    if isinstance(data, str) and data:
+        return data, mime
+    part = _part(block) or str(block.get("url") or "")
+    if part.startswith("data:"):
+        head, _, data = part[5:].partition(",")
+        if not head.endswith(";base64"):
+            raise Refused("its data URL is not base64-encoded")
+        return data, mime or head.split(";")[0]
+    if part and isinstance(block.get("file"), dict):
+        return part, mime or mimetypes.guess_type(given_name(block) or "")[0] or ""
+    return None
+
+
+def _pointer(block: dict[str, Any]) -> tuple[str, str]:
+    """The link and the file id a block names instead of its bytes (either may be empty).
+
+    A link: LangChain's ``url`` (v1 and the older ``source_type: "url"``) or OpenAI's ``image_url``, unless
+    it is a data URL (those carry their bytes). A file id: LangChain v1's ``file_id``, OpenAI's
+    ``file.file_id``, or the older form's ``id`` with ``source_type: "id"`` (elsewhere ``id`` names the
+    block itself, not a file).
+    """
+    file = block.get("file") if isinstance(block.get("file"), dict) else {}
+    url = str(block.get("url") or (_part(block) if block.get("type") == "image_url" else ""))
+    url = "" if url.startswith("data:") else url
+    file_id = (
+        block.get("file_id")
+        or file.get("file_id")
+        or (block.get("id") if block.get("source_type") == "id" else "")
+    )
+    return url, str(file_id or "")
+
+
+def _reference(block: dict[str, Any]) -> str:
+    """Why a block without bytes is not read, naming its link or file id: nothing is fetched from here."""
+    url, file_id = _pointer(block)
+    if url:
+        return f"it was sent as a link ({url[:200]}); the server does not fetch links, {INLINE_ONLY}"
+    if file_id:
+        return (
+            f"it was sent as a file id ({file_id}) of a file store this server does not have; {INLINE_ONLY}"
+        )
+    return f"it carries no data; {INLINE_ONLY}"
+
+
+def _decoded(data: str) -> bytes:
+    """The bytes of a dropped file's base64 text; raise ``Refused`` when it cannot be added.
 
     Whitespace is removed before decoding (base64 wrapped over lines is still base64); the size is checked
     from the text's length before anything is decoded.
     """
-    data, mime = _payload(block)
-    if block.get("type") in ("image", "image_url") or mime.startswith("image/"):
-        raise Refused("it is an image; this model reads text only, and images are not added to documents")
     data = "".join(data.split())
     limit, size = upload_limit(), len(data) * 3 // 4 - data[-2:].count("=")
     if size > limit:
@@ -101,7 +181,7 @@ def _decoded(block: dict[str, Any]) -> tuple[bytes, str]:
             f"it is {_size(size)}; files dropped into the chat may be at most {_size(limit)} ({LIMIT_ENV})"
         )
     try:
-        return base64.b64decode(data, validate=True), mime
+        return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise Refused(f"its data is not valid base64 ({exc})") from exc
 
@@ -155,16 +235,81 @@ NOTES = {
 }
 
 
+def _reference_name(block: dict[str, Any]) -> str:
+    """The name of a block before its bytes are read: its own, else its link's last part or its file id."""
+    url, file_id = _pointer(block)
+    return (
+        given_name(block) or url.split("?")[0].rstrip("/").rsplit("/", 1)[-1] or file_id or block_name(block)
+    )
+
+
+def _refused(name: str, reason: str, image: bool, kept: bool = False) -> dict[str, Any]:
+    """A refused attachment's entry in ``uploads``; an image's says whether it stays in the conversation."""
+    return {"name": name, "outcome": "refused", "reason": reason, **({"kept": kept} if image else {})}
+
+
+async def _take(
+    block: dict[str, Any], position: int, count: int, total: int, workspace: str, store: DocumentStore
+) -> tuple[dict[str, Any], int]:
+    """What becomes of one attachment, and the bytes it adds to the message's total.
+
+    A document is added to the workspace. An image is never read (the model is given text only) and never
+    added, but stays in the conversation as it was sent, so the client still shows it after a reload, when
+    it is within the message's caps; past them its bytes go, as a refused file's do.
+    """
+    image, name = is_image(block), _reference_name(block)
+    try:
+        _check_count(position, count)
+        inline = _inline(block)
+        if inline is None and not image:
+            raise Refused(_reference(block))
+        raw, mime = (_decoded(inline[0]), inline[1]) if inline else (b"", "")
+        name = upload_name(block, raw, mime) if inline else name
+        _check_total(total + len(raw))
+    except Refused as exc:
+        return _refused(name, f"{exc}; {NOT_KEPT}" if image else str(exc), image), 0
+    if image:
+        return _refused(name, TEXT_ONLY, image, kept=True), len(raw)
+    try:
+        return {"name": name, **await _add(raw, mime, name, workspace, store)}, len(raw)
+    except Refused as exc:
+        return _refused(name, str(exc), image), len(raw)
+
+
+def _note(entry: dict[str, Any]) -> str:
+    """What the model is told of an attachment, in its block's ``outcome``."""
+    if entry["outcome"] == "refused":
+        return f"not added: {entry['reason']}"
+    return f"{NOTES[entry['outcome']]} ({entry['chunks']} chunks)"
+
+
+def _stays(block: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """What stays of an attachment in the thread: a kept image as sent, anything else named, without bytes.
+
+    Both carry the outcome, so the model reads what became of the file in later turns too.
+    """
+    if entry.get("kept"):
+        named = (
+            {}
+            if given_name(block)
+            else {"metadata": {**(block.get("metadata") or {}), "filename": entry["name"]}}
+        )
+        return {**block, **named, "outcome": _note(entry)}
+    lean = {k: v for k, v in block.items() if k not in BYTE_KEYS}
+    lean["metadata"] = {**(block.get("metadata") or {}), "filename": entry["name"]}
+    return {**lean, "outcome": _note(entry)}
+
+
 async def ingest_uploads(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
     """Add each file of the new message to the workspace, or say why not; then drop its bytes.
 
     The message's caps come first (``UPLOAD_MAX_FILES``, ``UPLOAD_MAX_TOTAL_BYTES``), so three hundred
     files are not decoded to be refused. Every file block, added or refused, is written back without its
-    bytes in place of the message (same id), so the thread keeps no copy of them.
+    bytes in place of the message (same id), so the thread keeps no copy of them; an image within the
+    caps is the exception, kept as sent so the conversation still shows it.
     The outcome of each file is recorded as an I2 decision (as the ``ingest`` graph records its files),
     returned in ``uploads``, and written into the file's block, so the model is told what became of it.
     """
-    ctx = runtime.context
     message: HumanMessage = state["messages"][-1]  # type: ignore[assignment]
     content: list[Any] = []
     uploads: list[dict[str, Any]] = []
@@ -174,25 +319,16 @@ async def ingest_uploads(state: AgentState, runtime: Runtime[Context], *, servic
         if not isinstance(block, dict) or block.get("type") not in ATTACHMENT_TYPES:
             content.append(block)
             continue
-        name, position = block_name(block), position + 1
-        try:
-            _check_count(position, count)
-            raw, mime = _decoded(block)
-            name = upload_name(block, raw, mime)
-            _check_total(total + len(raw))
-            total += len(raw)
-            entry = {"name": name, **await _add(raw, mime, name, ctx.documents, services.documents)}
-            note = f"{NOTES[entry['outcome']]} ({entry['chunks']} chunks)"
-            why = f"{name}: {note}"
-        except Refused as exc:
-            entry = {"name": name, "outcome": "refused", "reason": str(exc)}
-            note = f"not added: {exc}"
-            why = f"{name} was not added: {exc}"
+        position += 1
+        entry, size = await _take(
+            block, position, count, total, runtime.context.documents, services.documents
+        )
+        total += size
         uploads.append(entry)
+        note = _note(entry)
+        why = f"{entry['name']} was {note}" if entry["outcome"] == "refused" else f"{entry['name']}: {note}"
         notes.append(decision("I2", "code", entry["outcome"], why))
-        kept = {k: v for k, v in block.items() if k not in ("data", "base64", "file", "image_url", "text")}
-        kept["metadata"] = {**(block.get("metadata") or {}), "filename": name}
-        content.append({**kept, "outcome": note})
+        content.append(_stays(block, entry))
     return {
         "messages": [HumanMessage(content=content, id=message.id)],
         "uploads": uploads,

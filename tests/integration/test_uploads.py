@@ -1,8 +1,9 @@
 """Documents dropped into the chat: a file content block is added to the workspace, then answers the turn.
 
-Agent Chat UI's "Upload PDF or Image" sends ``{"type": "file", "source_type": "base64", "mime_type", "data",
-"metadata": {"filename"}}``; LangChain's v1 blocks (``"base64"``, ``"filename"``) and OpenAI's
-(``{"type": "file", "file": {"filename", "file_data": "data:...;base64,..."}}``) are read as well.
+Most tests here send the older form, ``{"type": "file", "source_type": "base64", "mime_type", "data",
+"metadata": {"filename"}}`` (Agent Chat UI's until November 2025); LangChain's v1 blocks (``"base64"``,
+``"filename"``) and OpenAI's (``{"type": "file", "file": {"filename", "file_data": "data:...;base64,..."}}``)
+are read as well. Each client's current form, and images, are in ``test_block_shapes.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def b64(data: bytes) -> str:
 
 
 def chat_ui_file(name: str, mime: str, data: bytes) -> dict:
-    """A file block as Agent Chat UI sends it."""
+    """A file block in the older form (``source_type``), as Agent Chat UI sent it until November 2025."""
     return {
         "type": "file",
         "source_type": "base64",
