@@ -27,7 +27,6 @@ on the server: an upload is bytes only.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,6 +34,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 from langgraph_sdk.client import LangGraphClient
 from starlette.datastructures import UploadFile
@@ -118,8 +118,10 @@ def endpoint(handler: Handler) -> Handler:
         except ApiError as exc:
             return JSONResponse(exc.body, status_code=exc.status)
         except RouteError as exc:
-            body = {"error": exc.message} if exc.status in (401, 403) else abort(exc.message)
-            return JSONResponse(body, status_code=exc.status)
+            if exc.status in (401, 403):
+                key_error = NO_KEY if exc.status == 401 else exc.message
+                return JSONResponse({"error": key_error}, status_code=exc.status)
+            return JSONResponse(abort(exc.message), status_code=exc.status)
         except httpx.HTTPStatusError as exc:
             status = exc.response.status_code
             if status == 401:
@@ -150,7 +152,8 @@ async def client_of(request: Request) -> AsyncIterator[LangGraphClient]:
     try:
         yield client
     finally:
-        await client.http.client.aclose()
+        with anyio.CancelScope(shield=True):  # also when the caller's disconnect cancelled the request
+            await client.http.client.aclose()
 
 
 def chat_body_limit() -> int:
@@ -549,7 +552,8 @@ async def stream_events(request: Request, run: dict[str, Any], thread_id: str) -
         yield sse(abort(_detail(exc.response)))
     finally:
         if not done and run_id:
-            await asyncio.shield(cancel_run(request, thread_id, run_id))
+            with anyio.CancelScope(shield=True):  # the disconnect cancelled us; the cancel must still go out
+                await cancel_run(request, thread_id, run_id)
 
 
 def chunk(answer_id: str, text: str) -> dict[str, Any]:
