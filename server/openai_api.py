@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import struct
 import time
 import uuid
@@ -34,7 +35,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from workspace_agent.providers.embeddings import EmbeddingUnavailable
-from workspace_agent.providers.tokens import count, message_text
+from workspace_agent.providers.tokens import count, ensure_tokenizer, message_text
 from workspace_agent.server.http_common import (
     RouteError,
     assistant_for,
@@ -45,6 +46,8 @@ from workspace_agent.server.http_common import (
     workspace_of,
 )
 from workspace_agent.skills.documents import embedder
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_WORKSPACE = "default"
 #: The graph of a turn; also the id of its built-in assistant on both servers.
@@ -89,7 +92,11 @@ def openai_errors(handler: Handler) -> Handler:
             return error_response(exc.status, exc.message, exc.code)
         except httpx.HTTPStatusError as exc:
             return _server_refusal(exc)
+        except Exception as exc:
+            logger.exception("%s %s failed", request.method, request.url.path)
+            return error_response(500, f"the request failed: {type(exc).__name__}", "internal_error")
 
+    wrapped.__name__ = handler.__name__
     return wrapped
 
 
@@ -321,6 +328,7 @@ class Turn:
 
     async def outcome(self) -> Outcome:
         """The finished turn's answer, read from its thread's state."""
+        await ensure_tokenizer()  # loaded in a thread: the servers refuse blocking calls on their loop
         return outcome_of(await self.client.threads.get_state(self.thread_id), self.chat)
 
     async def close(self) -> None:
@@ -502,6 +510,7 @@ async def embeddings(request: Request) -> Response:
     data = [
         {"object": "embedding", "index": i, "embedding": _encoded(v, encoding)} for i, v in enumerate(vectors)
     ]
+    await ensure_tokenizer()
     tokens = sum(count(t) for t in texts)
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
     return JSONResponse({"object": "list", "data": data, "model": workspace, "usage": usage})
