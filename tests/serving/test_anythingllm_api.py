@@ -10,6 +10,7 @@ the history, the documents and the tools.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import uuid
 
@@ -184,6 +185,28 @@ async def check_documents(url: str, llm, workspace: str) -> None:
         assert "PELICAN-42" in prompt_text(llm.requests[-1])
         assert said.json()["sources"] and said.json()["sources"][0]["title"] == "heron.txt"
 
+        memo = base64.b64encode(b"Memo: the travel budget for May is 4200 euros.").decode()
+        llm.reset()
+        llm.push(text_reply("4200 euros."))
+        attached = await alice.post(
+            f"/workspace/{workspace}/chat",
+            json={
+                "message": "What is the travel budget for May?",
+                "mode": "chat",
+                "sessionId": "with-a-memo",
+                "attachments": [
+                    {
+                        "name": "memo.txt",
+                        "mime": "application/anythingllm-document",
+                        "contentString": f"data:text/plain;base64,{memo}",
+                    }
+                ],
+                "reset": False,
+            },
+        )
+        assert attached.json()["textResponse"] == "4200 euros."
+        assert "4200 euros" in prompt_text(llm.requests[-1]), "the attached document reached the model"
+
         nowhere = await alice.post(
             "/document/upload",
             files={"file": ("x.txt", b"some text", "text/plain")},
@@ -207,6 +230,16 @@ async def check_approval(url: str, llm, workspace: str, database_url: str) -> No
             assert call["name"] == "save_note" and call["args"] == {"text": note} and call["id"]
             assert "save_note" in asked.json()["textResponse"]
             assert note not in await records.notes(workspace, "alice")
+
+            unknown = await alice.post(
+                f"/workspace/{workspace}/chat",
+                json={
+                    "sessionId": body["sessionId"],
+                    "decisions": [{"type": decision, "tool_call_id": "nope"}],
+                },
+            )
+            assert unknown.status_code == 400 and unknown.json()["error"], unknown.text
+            assert unknown.json()["pendingApproval"]["calls"][0]["id"] == call["id"], "still pending"
 
             answered = await alice.post(
                 f"/workspace/{workspace}/chat",
