@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import struct
@@ -334,17 +335,31 @@ class Turn:
     async def close(self) -> None:
         """Stop the run if it is still going (its client left), then delete the thread.
 
-        The exchange is in the chat log only if ``finish`` ran: a cancelled turn logged nothing.
+        The exchange is in the chat log only if ``finish`` ran: a cancelled turn logged nothing. A stream
+        whose connection closed may have been cancelled by the server already (``on_disconnect``), so a
+        refused cancel is no failure; the thread is deleted once its run has stopped.
         """
         try:
             if not self.done and self.run_id:
-                await self.client.runs.cancel(self.thread_id, self.run_id, wait=True)
+                with contextlib.suppress(httpx.HTTPError):
+                    await self.client.runs.cancel(self.thread_id, self.run_id, wait=True)
             if self.thread_id:
-                await self.client.threads.delete(self.thread_id)
-        except httpx.HTTPError:
-            pass  # the thread stays, marked THREAD_MARK; the run's own end is the server's
+                await self._delete_thread()
         finally:
             await self.client.aclose()
+
+    async def _delete_thread(self, attempts: int = 20) -> None:
+        """Delete the turn's thread, waiting while its run still stops; one left behind keeps THREAD_MARK."""
+        for _ in range(attempts):
+            try:
+                await self.client.threads.delete(self.thread_id)
+                return
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code != 409:
+                    return
+            except httpx.HTTPError:
+                return
+            await asyncio.sleep(0.25)
 
 
 def _close_later(turn: Turn) -> None:

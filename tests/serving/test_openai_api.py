@@ -217,9 +217,13 @@ async def test_a_client_leaving_mid_stream_cancels_the_turn(secured_server, llm,
             "POST", f"{secured_server}/v1/chat/completions", json=body, headers=headers
         ) as r:
             assert r.status_code == 200
-            async for line in r.aiter_lines():
-                if line.startswith("data: "):
-                    break  # the role chunk: the turn is running; leave
+            lines = r.aiter_lines()  # held open: a finished iterator would close the connection now
+            assert (await anext(lines)).startswith("data: ")  # the role chunk
+            for _ in range(100):  # leave once the model has the request: the turn is running
+                if llm.requests:
+                    break
+                await asyncio.sleep(0.1)
+            assert llm.requests
     await asyncio.sleep(8)
     assert logged(database_url, workspace) == []
     alice = get_client(url=secured_server, api_key=KEYS["alice"])
