@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import uuid
+from pathlib import Path
 
 import httpx
 import openai
@@ -23,6 +24,7 @@ from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.providers.scripted import text_reply, tool_reply
 from workspace_agent.skills.documents import embedder
 
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "workspace" / "faq.md"
 KEY_SETTING = ",".join(f"{key}:{user}" for user, key in KEYS.items())
 
 
@@ -177,11 +179,40 @@ async def check_agent_approval(url: str, llm, workspace: str, database_url: str)
     assert not [row for row in logged(database_url, workspace) if "buy milk" in row[1]]
 
 
+async def check_retrieval(url: str, llm, workspace: str) -> None:
+    """A chat-mode workspace's documents are retrieved as in any turn; the sources come beside ``choices``.
+
+    (In ``automatic`` mode a model that calls tools searches them itself, through ``search_documents``.)
+    """
+    workspace = f"{workspace}-docs"
+    await make_workspace(url, "alice", workspace, chat_mode="chat", similarity_threshold=0.0)
+    alice = get_client(url=url, api_key=KEYS["alice"])
+    out = await alice.runs.wait(
+        None, "ingest", input={"paths": [str(SAMPLE)]}, context={"workspace": workspace}
+    )
+    assert [a["title"] for a in out["added"]] == ["faq.md"], out  # type: ignore[index]
+    question = "How long are check results kept before they are deleted?"
+    llm.reset()
+    llm.push(text_reply("90 days."), text_reply("90 days, nightly."))
+    done = await sdk(url, "alice").chat.completions.create(
+        model=workspace, messages=[{"role": "user", "content": question}]
+    )
+    assert "older than 90 days" in str(llm.requests[-1]["messages"])
+    sources = done.model_extra["sources"]  # type: ignore[index]
+    assert sources and {s["title"] for s in sources} == {"faq.md"}
+    stream = await sdk(url, "alice").chat.completions.create(
+        model=workspace, messages=[{"role": "user", "content": question}], stream=True
+    )
+    finish = [c async for c in stream if c.choices and c.choices[0].finish_reason]
+    assert {s["title"] for s in finish[0].model_extra["sources"]} == {"faq.md"}  # type: ignore[index]
+
+
 async def test_v1_under_langgraph_dev(secured_server, llm, workspace, database_url):  # noqa: F811
     await check_chat_and_models(secured_server, llm, workspace, database_url)
     await check_embeddings(secured_server, workspace)
     await check_refusals(secured_server, workspace)
     await check_agent_approval(secured_server, llm, workspace, database_url)
+    await check_retrieval(secured_server, llm, workspace)
 
 
 async def test_v1_under_make_serve(serve, llm, workspace, database_url):  # noqa: F811
@@ -190,6 +221,7 @@ async def test_v1_under_make_serve(serve, llm, workspace, database_url):  # noqa
     await check_embeddings(url, workspace)
     await check_refusals(url, workspace)
     await check_agent_approval(url, llm, workspace, database_url)
+    await check_retrieval(url, llm, workspace)
 
 
 async def test_query_mode_refuses_without_context(dev_server, llm):
