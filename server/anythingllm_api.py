@@ -38,6 +38,7 @@ import anyio
 import httpx
 from langgraph_sdk.client import LangGraphClient
 from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
@@ -656,15 +657,15 @@ async def uploaded_file(request: Request) -> tuple[str, bytes, str, list[str]]:
     limit = upload_limit()
     await read_body(request, limit + SMALL_BODY)
     try:
-        form = await request.form(max_files=1, max_fields=10)
-    except Exception as exc:  # malformed multipart, or more than one file
+        async with request.form(max_files=1, max_fields=10) as form:  # its spooled file closed after
+            file, targets = form.get("file"), form.get("addToWorkspaces") or ""
+            raw = await file.read() if isinstance(file, UploadFile) else b""
+    except MultiPartException as exc:  # malformed multipart, or more than one file
         raise ApiError(400, {"success": False, "error": f"not a valid upload form: {exc}"}) from None
-    file, targets = form.get("file"), form.get("addToWorkspaces") or ""
     if not isinstance(file, UploadFile):
         raise ApiError(400, {"success": False, "error": "the form needs a file field"})
     if not isinstance(targets, str):
         raise ApiError(422, {"success": False, "error": "addToWorkspaces must be a string of slugs"})
-    raw = await file.read()
     if len(raw) > limit:
         raise ApiError(413, {"success": False, "error": f"the file is over {limit} bytes (UPLOAD_MAX_BYTES)"})
     name = Path(file.filename or "").name or f"upload-{content_hash(raw)[:12]}"

@@ -292,12 +292,30 @@ async def check_refusals(url: str, workspace: str) -> None:
         assert huge.status_code == 413
 
 
+async def check_model_failure(url: str, llm, workspace: str) -> None:
+    """A turn whose model fails is answered ``type: "abort"`` with the reason, whole or streamed."""
+    failing = {"status": 500, "content": "the model is down"}
+    async with api(url) as alice:
+        llm.reset()
+        llm.push(failing, failing, failing)
+        failed = await alice.post(f"/workspace/{workspace}/chat", json={"message": "Hi", "sessionId": "down"})
+        assert failed.status_code == 500 and failed.json()["type"] == "abort" and failed.json()["error"]
+        llm.reset()
+        llm.push(failing, failing, failing)
+        streamed = await alice.post(
+            f"/workspace/{workspace}/stream-chat", json={"message": "Hi", "sessionId": "down-too"}
+        )
+        last = events(streamed.text)[-1]
+        assert last["type"] == "abort" and last["close"] is True and last["error"]
+
+
 async def test_api_v1_under_langgraph_dev(secured_server, llm, workspace, database_url):  # noqa: F811
     await check_workspaces_and_sessions(secured_server, llm, workspace)
     await check_threads_and_streams(secured_server, llm, workspace)
     await check_documents(secured_server, llm, workspace)
     await check_approval(secured_server, llm, workspace, database_url)
     await check_refusals(secured_server, workspace)
+    await check_model_failure(secured_server, llm, workspace)
 
 
 async def test_api_v1_under_make_serve(serve, llm, workspace, database_url):  # noqa: F811
@@ -307,6 +325,7 @@ async def test_api_v1_under_make_serve(serve, llm, workspace, database_url):  # 
     await check_documents(url, llm, workspace)
     await check_approval(url, llm, workspace, database_url)
     await check_refusals(url, workspace)
+    await check_model_failure(url, llm, workspace)
 
 
 async def test_without_keys_everyone_is_the_local_user(dev_server, llm):
