@@ -29,8 +29,9 @@ import itertools
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from workspace_agent.providers.paths import data_home
 
@@ -242,6 +243,33 @@ def _html(data: bytes, limit: int) -> str:
     return _capped("\n".join(line for line in lines if line), limit)
 
 
+def _page_key(page: Any) -> str | None:
+    """What a page's text depends on, when it is made of shared objects: its content streams and resources.
+
+    A PDF can give thousands of pages one content stream (a few kilobytes that read as millions of
+    characters); pages with the same key have the same text, so it is extracted once.
+    """
+    from pypdf.generic import IndirectObject
+
+    contents, resources = page.raw_get("/Contents"), page.raw_get("/Resources")
+    if not isinstance(contents, IndirectObject):
+        return None
+    return f"{contents.idnum}:{contents.generation}:{resources!r}"
+
+
+def _page_texts(pages: Iterable[Any]) -> Iterator[str]:
+    """Each page's text, reading a page made of the same objects as an earlier one only once."""
+    seen: dict[str, str] = {}
+    for page in pages:
+        key = _page_key(page)
+        if key is None:
+            yield (page.extract_text() or "").strip()
+            continue
+        if key not in seen:
+            seen[key] = (page.extract_text() or "").strip()
+        yield seen[key]
+
+
 def _pdf(data: bytes, limit: int) -> str:
     """The pages' text, stopping at the first page that takes the total over ``limit``."""
     from pypdf import PdfReader
@@ -251,8 +279,7 @@ def _pdf(data: bytes, limit: int) -> str:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise UnreadableDocument("the PDF is encrypted")
-        pages = ((page.extract_text() or "").strip() for page in reader.pages)
-        return _joined(pages, "\n\n", limit)
+        return _joined(_page_texts(reader.pages), "\n\n", limit)
     except (PyPdfError, RecursionError) as exc:
         raise UnreadableDocument(f"not a readable PDF: {exc}") from exc
 
