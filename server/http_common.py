@@ -32,11 +32,12 @@ class RouteError(Exception):
         status: The HTTP status code.
         message: What the caller is told.
         code: A short machine-readable reason (OpenAI's ``code``/``type``), when there is one.
+        param: The request field at fault, when there is one (OpenAI's ``param``).
     """
 
-    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+    def __init__(self, status: int, message: str, code: str | None = None, param: str | None = None) -> None:
         super().__init__(message)
-        self.status, self.message, self.code = status, message, code
+        self.status, self.message, self.code, self.param = status, message, code, param
 
 
 def credentials(request: Request) -> dict[str, str]:

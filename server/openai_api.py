@@ -35,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from workspace_agent.graphs.context import Context, ContextError
 from workspace_agent.providers.embeddings import EmbeddingUnavailable
 from workspace_agent.providers.tokens import count, ensure_tokenizer, message_text
 from workspace_agent.server.http_common import (
@@ -90,7 +91,7 @@ def openai_errors(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except RouteError as exc:
-            return error_response(exc.status, exc.message, exc.code)
+            return error_response(exc.status, exc.message, exc.code, exc.param)
         except httpx.HTTPStatusError as exc:
             return _server_refusal(exc)
         except Exception as exc:
@@ -111,7 +112,6 @@ class Chat:
     max_tokens: int | None = None
     stream: bool = False
     include_usage: bool = False
-    unsupported: list[str] = field(default_factory=list)
 
 
 def _content(message: dict[str, Any], index: int) -> str | list[dict[str, Any]]:
@@ -178,7 +178,7 @@ def parse_chat(body: dict[str, Any]) -> Chat:
         raise RouteError(400, "model (the workspace slug) is required", "invalid_value")
     messages, system = _conversation(body.get("messages"))
     options = body.get("stream_options")
-    chat = Chat(
+    return Chat(
         workspace=model.strip(),
         messages=messages,
         system=system,
@@ -186,24 +186,41 @@ def parse_chat(body: dict[str, Any]) -> Chat:
         stream=body.get("stream") is True,
         include_usage=isinstance(options, dict) and options.get("include_usage") is True,
     )
-    chat.unsupported = [name for name in ("temperature", "top_p") if body.get(name) is not None]
-    return chat
 
 
-async def resolve_assistant(client: LangGraphClient, workspace: str) -> str:
-    """The caller's assistant id for a workspace; the agent's built-in one for ``default``.
+async def resolve_assistant(client: LangGraphClient, workspace: str) -> dict[str, Any]:
+    """The caller's assistant for a workspace; the agent's built-in one for ``default``.
 
     Raises:
         RouteError: 404 when the caller has no such workspace (another user's is unknown to them too).
     """
     found = await assistant_for(client, workspace)
     if found is not None:
-        return str(found["assistant_id"])
+        return found
     if workspace == DEFAULT_WORKSPACE:
-        return AGENT_GRAPH
+        return {"assistant_id": AGENT_GRAPH, "context": {}}
     raise RouteError(
         404, f"The model `{workspace}` does not exist or you do not have access to it.", "model_not_found"
     )
+
+
+async def check_settings(assistant: dict[str, Any], chat: Chat) -> None:
+    """Refuse before any run what the graph would refuse at its first step: the turn's settings, merged.
+
+    A ``max_tokens`` the model's window cannot hold is the client's mistake (400), not a failed turn. The
+    window may depend on the model's files, so the check runs in a thread.
+
+    Raises:
+        RouteError: 400 naming the setting.
+    """
+    base = assistant.get("context") or (assistant.get("config") or {}).get("configurable") or {}
+    try:
+        await asyncio.to_thread(Context.from_mapping, {**base, **run_context(chat)})
+    except ContextError as exc:
+        param = "max_tokens" if "reply_reserve" in str(exc) else None
+        raise RouteError(400, str(exc), "invalid_value", param) from None
+    except ValueError:
+        pass  # a field this version does not know: the server's own check decides
 
 
 def run_context(chat: Chat) -> dict[str, Any]:
@@ -463,7 +480,9 @@ async def chat_completions(request: Request) -> Response:
     client = server_client(request)
     turn = Turn(client, "", chat)
     try:
-        turn.assistant_id = await resolve_assistant(client, chat.workspace)
+        assistant = await resolve_assistant(client, chat.workspace)
+        await check_settings(assistant, chat)
+        turn.assistant_id = str(assistant["assistant_id"])
         await turn.open()
     except BaseException:
         await turn.close()
@@ -514,7 +533,7 @@ async def embeddings(request: Request) -> Response:
         raise RouteError(400, "model (the workspace slug) is required", "invalid_value")
     client = server_client(request)
     try:
-        await resolve_assistant(client, workspace)
+        await resolve_assistant(client, workspace)  # the caller's own workspace, else 404
     finally:
         await client.aclose()
     try:

@@ -73,6 +73,7 @@ async def check_chat_and_models(url: str, llm, workspace: str, database_url: str
             {"role": "user", "content": "And again?"},
         ],
         max_tokens=123,
+        temperature=0.3,  # accepted; the workspace's model settings hold
     )
     assert done.object == "chat.completion" and done.model == workspace
     assert done.choices[0].message.content == "Paris, as before."
@@ -158,6 +159,9 @@ async def check_refusals(url: str, workspace: str) -> None:
         response = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=10)
         assert response.status_code == 400, (body, response.text)
         assert response.json()["error"]["type"] == "invalid_request_error"
+    too_long = {"model": workspace, "messages": [{"role": "user", "content": "x"}], "max_tokens": 10**7}
+    response = httpx.post(f"{url}/v1/chat/completions", json=too_long, headers=headers, timeout=10)
+    assert response.status_code == 400 and response.json()["error"]["param"] == "max_tokens"
     garbage = httpx.post(f"{url}/v1/chat/completions", content=b"{not json", headers=headers, timeout=10)
     assert garbage.status_code == 400
     huge = {"model": workspace, "messages": [{"role": "user", "content": "x" * (5 * 1024 * 1024)}]}
