@@ -447,18 +447,14 @@ async def start_chat(
     slug = request.path_params["slug"]
     async with client_of(request) as client:
         assistant = await workspace(client, slug)
-        if thread_slug is None:
-            thread_id = await conversation(client, slug, SESSION_KEY, parts["session"], create=True)
-            fresh = {"key": SESSION_KEY, "name": parts["session"]}
-        else:
-            thread_id = await conversation(client, slug, THREAD_KEY, thread_slug, create=False)
-            if thread_id is None:
-                raise ApiError(404, abort(f"Thread {thread_slug} not found."))
-            fresh = {"key": THREAD_KEY, "name": thread_slug}
+        key, name = (SESSION_KEY, parts["session"]) if thread_slug is None else (THREAD_KEY, thread_slug)
+        opened = thread_slug is None and not parts["reset"]  # a session starts on its first message
+        thread_id = await conversation(client, slug, key, name, create=opened)
+        if thread_id is None and thread_slug is not None:
+            raise ApiError(404, abort(f"Thread {thread_slug} not found."))
         if parts["reset"]:
-            thread_id = await conversation(client, slug, fresh["key"], fresh["name"], create=True, fresh=True)
-            if not parts["message"]:
-                thread_id = None
+            thread_id = await conversation(client, slug, key, name, create=True, fresh=True)
+            thread_id = thread_id if parts["message"] else None
     run = {"assistant_id": str(assistant.get("assistant_id") or GRAPH), **run_payload(parts, slug)}
     return parts, run, thread_id
 
@@ -598,6 +594,47 @@ async def thread_stream_chat(request: Request) -> Response:
     return await chat_stream(request, request.path_params["thread"])
 
 
+def history_of(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conversation as the thread keeps it, in AnythingLLM's ``history`` shape.
+
+    That is what the thread shows and the model is given: each user message and each answer, without the
+    tool rounds between them.
+    """
+    history: list[dict[str, Any]] = []
+    for message in values.get("messages") or []:
+        text = text_of(message.get("content"))
+        if message.get("type") == "human":
+            history.append({"role": "user", "content": text})
+        elif message.get("type") == "ai" and not message.get("tool_calls") and text:
+            history.append({"role": "assistant", "content": text, "sources": []})
+    return history
+
+
+async def chat_history(request: Request, key: str, name: str) -> Response:
+    """A conversation's ``{"history": [...]}``; an unknown thread slug is 404, an unknown session empty."""
+    await caller(request)
+    slug = request.path_params["slug"]
+    async with client_of(request) as client:
+        await workspace(client, slug)
+        thread_id = await conversation(client, slug, key, name, create=False)
+        if thread_id is None and key == THREAD_KEY:
+            raise ApiError(404, {"message": "Thread not found"})
+        state = await client.threads.get_state(thread_id) if thread_id else {}
+    return JSONResponse({"history": history_of(state.get("values") or {})})
+
+
+@endpoint
+async def workspace_chats(request: Request) -> Response:
+    """``GET /workspace/{slug}/chats?apiSessionId=...``: the API conversation's history."""
+    return await chat_history(request, SESSION_KEY, request.query_params.get("apiSessionId") or "")
+
+
+@endpoint
+async def thread_chats(request: Request) -> Response:
+    """``GET /workspace/{slug}/thread/{threadSlug}/chats``: the thread's history."""
+    return await chat_history(request, THREAD_KEY, request.path_params["thread"])
+
+
 # ── documents ──────────────────────────────────────────────────────────────────────────────────────────
 
 
@@ -724,9 +761,11 @@ async def upload_document(request: Request) -> Response:
 routes: list[BaseRoute] = [
     Route("/workspaces", list_workspaces, methods=["GET"]),
     Route("/workspace/{slug}/chat", workspace_chat, methods=["POST"]),
+    Route("/workspace/{slug}/chats", workspace_chats, methods=["GET"]),
     Route("/workspace/{slug}/stream-chat", workspace_stream_chat, methods=["POST"]),
     Route("/workspace/{slug}/thread/new", new_thread, methods=["POST"]),
     Route("/workspace/{slug}/thread/{thread}/chat", thread_chat, methods=["POST"]),
+    Route("/workspace/{slug}/thread/{thread}/chats", thread_chats, methods=["GET"]),
     Route("/workspace/{slug}/thread/{thread}/approve", thread_chat, methods=["POST"]),
     Route("/workspace/{slug}/thread/{thread}/stream-chat", thread_stream_chat, methods=["POST"]),
     Route("/workspace/{slug}/vector-search", vector_search, methods=["POST"]),

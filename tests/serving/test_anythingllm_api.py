@@ -81,6 +81,13 @@ async def check_workspaces_and_sessions(url: str, llm, workspace: str) -> None:
         assert second.json()["textResponse"] == "Your name is Ann."
         assert "My name is Ann." in prompt_text(llm.requests[-1])
         assert "Nice to meet you, Ann." in prompt_text(llm.requests[-1])
+        history = (await alice.get(f"/workspace/{workspace}/chats", params={"apiSessionId": "crm-42"})).json()
+        assert [(h["role"], h["content"]) for h in history["history"]] == [
+            ("user", "My name is Ann."),
+            ("assistant", "Nice to meet you, Ann."),
+            ("user", "What is my name?"),
+            ("assistant", "Your name is Ann."),
+        ]
 
         llm.reset()
         llm.push(text_reply("I do not know your name."))
@@ -133,6 +140,9 @@ async def check_threads_and_streams(url: str, llm, workspace: str) -> None:
                 f"/workspace/{workspace}/thread/{slug}/{route}", json={"message": "What did alice say?"}
             )
             assert refused.status_code == 404 and refused.json()["type"] == "abort"
+        kept = (await alice.get(f"/workspace/{workspace}/thread/{slug}/chats")).json()["history"]
+        assert [h["content"] for h in kept][-1] == "It is in May, as you said."
+        assert (await bob.get(f"/workspace/{workspace}/thread/{slug}/chats")).status_code == 404
         missing = await alice.post(
             f"/workspace/{workspace}/thread/no-such-thread/chat", json={"message": "x"}
         )
