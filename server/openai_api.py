@@ -502,11 +502,7 @@ def _embedding_inputs(raw: Any) -> list[str]:
     """The texts to embed: a string or a list of strings (token arrays are not taken)."""
     texts = [raw] if isinstance(raw, str) else raw
     if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-        raise RouteError(
-            400,
-            "input must be a string or a non-empty list of strings",
-            "invalid_value",
-        )
+        raise RouteError(400, "input must be a string or a non-empty list of strings", "invalid_value")
     if len(texts) > MAX_EMBEDDING_INPUTS:
         raise RouteError(400, f"input holds more than {MAX_EMBEDDING_INPUTS} texts", "invalid_value")
     return texts
