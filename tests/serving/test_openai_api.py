@@ -211,12 +211,37 @@ async def check_retrieval(url: str, llm, workspace: str) -> None:
     assert {s["title"] for s in finish[0].model_extra["sources"]} == {"faq.md"}  # type: ignore[index]
 
 
+async def check_leaving(url: str, llm, workspace: str, database_url: str) -> None:
+    """The run of a stream whose client went away is cancelled: nothing reaches the chat log."""
+    workspace = f"{workspace}-left"
+    await make_workspace(url, "alice", workspace)
+    llm.reset()
+    llm.push({**text_reply("too late"), "delay": 4})
+    headers = {"Authorization": f"Bearer {KEYS['alice']}"}
+    body = {"model": workspace, "stream": True, "messages": [{"role": "user", "content": "take your time"}]}
+    async with httpx.AsyncClient(timeout=30) as http:
+        async with http.stream("POST", f"{url}/v1/chat/completions", json=body, headers=headers) as r:
+            assert r.status_code == 200
+            lines = r.aiter_lines()  # held open: a finished iterator would close the connection now
+            assert (await anext(lines)).startswith("data: ")  # the role chunk
+            for _ in range(100):  # leave once the model has the request: the turn is running
+                if llm.requests:
+                    break
+                await asyncio.sleep(0.1)
+            assert llm.requests
+    await asyncio.sleep(8)
+    assert logged(database_url, workspace) == []
+    alice = get_client(url=url, api_key=KEYS["alice"])
+    assert await alice.threads.search(metadata={"via": "openai-api"}) == []
+
+
 async def test_v1_under_langgraph_dev(secured_server, llm, workspace, database_url):  # noqa: F811
     await check_chat_and_models(secured_server, llm, workspace, database_url)
     await check_embeddings(secured_server, workspace)
     await check_refusals(secured_server, workspace)
     await check_agent_approval(secured_server, llm, workspace, database_url)
     await check_retrieval(secured_server, llm, workspace)
+    await check_leaving(secured_server, llm, workspace, database_url)
 
 
 async def test_v1_under_make_serve(serve, llm, workspace, database_url):  # noqa: F811
@@ -226,6 +251,7 @@ async def test_v1_under_make_serve(serve, llm, workspace, database_url):  # noqa
     await check_refusals(url, workspace)
     await check_agent_approval(url, llm, workspace, database_url)
     await check_retrieval(url, llm, workspace)
+    await check_leaving(url, llm, workspace, database_url)
 
 
 async def test_query_mode_refuses_without_context(dev_server, llm):
@@ -239,28 +265,3 @@ async def test_query_mode_refuses_without_context(dev_server, llm):
     )
     assert "no relevant information" in (done.choices[0].message.content or "").lower()
     assert llm.requests == [], [r["messages"] for r in llm.requests]
-
-
-async def test_a_client_leaving_mid_stream_cancels_the_turn(secured_server, llm, workspace, database_url):  # noqa: F811
-    """The run of a stream whose client went away is cancelled: nothing reaches the chat log."""
-    await make_workspace(secured_server, "alice", workspace)
-    llm.reset()
-    llm.push({**text_reply("too late"), "delay": 4})
-    headers = {"Authorization": f"Bearer {KEYS['alice']}"}
-    body = {"model": workspace, "stream": True, "messages": [{"role": "user", "content": "take your time"}]}
-    async with httpx.AsyncClient(timeout=30) as http:
-        async with http.stream(
-            "POST", f"{secured_server}/v1/chat/completions", json=body, headers=headers
-        ) as r:
-            assert r.status_code == 200
-            lines = r.aiter_lines()  # held open: a finished iterator would close the connection now
-            assert (await anext(lines)).startswith("data: ")  # the role chunk
-            for _ in range(100):  # leave once the model has the request: the turn is running
-                if llm.requests:
-                    break
-                await asyncio.sleep(0.1)
-            assert llm.requests
-    await asyncio.sleep(8)
-    assert logged(database_url, workspace) == []
-    alice = get_client(url=secured_server, api_key=KEYS["alice"])
-    assert await alice.threads.search(metadata={"via": "openai-api"}) == []
