@@ -319,6 +319,24 @@ async def check_model_failure(url: str, llm, workspace: str) -> None:
         assert last["type"] == "abort" and last["close"] is True and last["error"]
 
 
+async def check_leaving_mid_stream(url: str, llm, database_url: str) -> None:
+    """The run of a stream whose client went away is cancelled: nothing half-written reaches the chat log."""
+    workspace = f"ws-gone-{uuid.uuid4().hex[:8]}"
+    await make_workspace(url, "alice", workspace)
+    llm.reset()
+    llm.push({**text_reply("too late"), "delay": 4})
+    async with api(url) as alice:
+        async with alice.stream(
+            "POST",
+            f"/workspace/{workspace}/stream-chat",
+            json={"message": "take your time", "sessionId": "gone"},
+        ) as streaming:
+            assert streaming.status_code == 200
+            await asyncio.sleep(1.5)  # the run is under way, the model still thinking; leave
+    await asyncio.sleep(8)
+    assert logged(database_url, workspace) == []
+
+
 async def test_api_v1_under_langgraph_dev(secured_server, llm, workspace, database_url):  # noqa: F811
     await check_workspaces_and_sessions(secured_server, llm, workspace)
     await check_threads_and_streams(secured_server, llm, workspace)
@@ -326,6 +344,7 @@ async def test_api_v1_under_langgraph_dev(secured_server, llm, workspace, databa
     await check_approval(secured_server, llm, workspace, database_url)
     await check_refusals(secured_server, workspace)
     await check_model_failure(secured_server, llm, workspace)
+    await check_leaving_mid_stream(secured_server, llm, database_url)
 
 
 async def test_api_v1_under_make_serve(serve, llm, workspace, database_url):  # noqa: F811
@@ -336,6 +355,7 @@ async def test_api_v1_under_make_serve(serve, llm, workspace, database_url):  # 
     await check_approval(url, llm, workspace, database_url)
     await check_refusals(url, workspace)
     await check_model_failure(url, llm, workspace)
+    await check_leaving_mid_stream(url, llm, database_url)
 
 
 async def test_without_keys_everyone_is_the_local_user(dev_server, llm):
@@ -348,20 +368,3 @@ async def test_without_keys_everyone_is_the_local_user(dev_server, llm):
             "/workspace/default/chat", json={"message": "Hi", "sessionId": uuid.uuid4().hex}
         )
         assert said.json()["textResponse"] == "Hello, local user."
-
-
-async def test_a_client_leaving_mid_stream_cancels_the_turn(secured_server, llm, workspace, database_url):  # noqa: F811
-    """The run of a stream whose client went away is cancelled: nothing half-written reaches the chat log."""
-    await make_workspace(secured_server, "alice", workspace)
-    llm.reset()
-    llm.push({**text_reply("too late"), "delay": 4})
-    async with api(secured_server) as alice:
-        async with alice.stream(
-            "POST",
-            f"/workspace/{workspace}/stream-chat",
-            json={"message": "take your time", "sessionId": "gone"},
-        ) as streaming:
-            assert streaming.status_code == 200
-            await asyncio.sleep(1.5)  # the run is under way, the model still thinking; leave
-    await asyncio.sleep(8)
-    assert logged(database_url, workspace) == []
