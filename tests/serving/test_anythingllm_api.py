@@ -263,6 +263,24 @@ async def check_approval(url: str, llm, workspace: str, database_url: str) -> No
             assert "pendingApproval" not in answered.json()
             assert (note in await records.notes(workspace, "alice")) is saved
 
+        llm.reset()
+        llm.push(tool_reply(("save_note", {"text": "buy mlik"})), text_reply("edited: done"))
+        asked = await alice.post(
+            f"/workspace/{workspace}/chat", json={"message": "@agent note: buy mlik", "sessionId": "edit"}
+        )
+        call = asked.json()["pendingApproval"]["calls"][0]
+        edit = {"name": "save_note", "args": {"text": "buy milk, edited"}}
+        edited = await alice.post(
+            f"/workspace/{workspace}/chat",
+            json={
+                "sessionId": "edit",
+                "decisions": [{"type": "edit", "tool_call_id": call["id"], "edited_action": edit}],
+            },
+        )
+        assert edited.json()["textResponse"] == "edited: done"
+        assert "buy milk, edited" in await records.notes(workspace, "alice")
+        assert "buy mlik" not in await records.notes(workspace, "alice")
+
         made = (await alice.post(f"/workspace/{workspace}/thread/new", json={})).json()["thread"]
         llm.reset()
         llm.push(tool_reply(("save_note", {"text": "thread note"})), text_reply("saved in the thread"))
