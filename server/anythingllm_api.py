@@ -13,7 +13,9 @@ Mapping:
     - A conversation is a thread of the server. ``sessionId`` (none: the workspace's API conversation) and a
       thread's slug are kept in the thread's metadata, and found again by a search the server filters by
       owner: another user's session or thread is never found (404 for a thread slug, a new conversation of
-      one's own for a session id). ``reset: true`` starts a new thread for the conversation.
+      one's own for a session id). ``reset: true`` starts a new thread for the conversation, and the
+      ``chats`` routes read the conversation back as the thread keeps it.
+    - A stream whose client leaves cancels its run, so no half turn reaches the chat log.
     - ``@agent`` and ``mode`` (``automatic``, ``chat``, ``query``) are the graph's own (decision A3).
 
 Better than AnythingLLM, which denies every approval-needing tool in API runs: a chat that stops at an
