@@ -57,6 +57,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "similarity_threshold": (0.0, 1.0),
     "context_window": (1, 10_000_000),
     "reply_reserve": (0, 1_000_000),
+    "max_tokens": (1, 1_000_000),
+    "temperature": (0.0, 2.0),
     "max_tool_calls": (0, 1_000),
     "tool_timeout": (0.0, 86_400.0),
 }
@@ -183,6 +185,17 @@ class Context:
         ),
     )
     reply_reserve: int = field(default=600, metadata=_meta("Tokens kept free for the reply when trimming."))
+    max_tokens: int | None = field(
+        default=None,
+        metadata=_meta(
+            "Most tokens one reply may have, asked of the model; unset: reply_reserve for a prompted model, "
+            "the model's own limit for a native one."
+        ),
+    )
+    temperature: float | None = field(
+        default=None,
+        metadata=_meta("Sampling temperature (AnythingLLM's openAiTemp); unset: the model's own (0 locally)"),
+    )
     max_tool_calls: int = field(
         default=10, metadata=_meta("Tool executions per turn before the model must answer.")
     )

@@ -50,7 +50,7 @@ async def _prompted(
         model,
         digest(request, more=not withheld),
         tools,
-        max_tokens=ctx.reply_reserve,
+        max_tokens=ctx.max_tokens or ctx.reply_reserve,
         window=ctx.window,
         grammar=grammar,
         answer_only=withheld,
@@ -102,6 +102,13 @@ async def _prompted(
     return response, how, notes
 
 
+def _sampled(model: Any, ctx: Context, *, max_tokens: int | None) -> Any:
+    """The model with the workspace's own sampling asked of it: its temperature, and a reply's length."""
+    options: dict[str, Any] = {"temperature": ctx.temperature, "max_tokens": max_tokens}
+    given = {k: v for k, v in options.items() if v is not None}
+    return model.bind(**given) if given else model
+
+
 async def call_model(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
     """Call the model with the trimmed prompt and the turn's tools: natively, or described in the prompt.
 
@@ -119,12 +126,15 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     request: list[BaseMessage] = assemble(state["plan"], state["messages"], state.get("history") or [])
     how = "natively"
     if tools and not ctx.native_tool_calling:
-        response, how, notes = await _prompted(model, request, tools, withheld, ctx, services.call_grammar())
+        grammar = services.call_grammar()
+        sampled = _sampled(model, ctx, max_tokens=None)  # the prompted turn asks for its own max_tokens
+        response, how, notes = await _prompted(sampled, request, tools, withheld, ctx, grammar)
         decisions += notes
     else:
         if tools and not withheld:
             model = services.bind_tools(model, tools)
         progress("reading")
+        model = _sampled(model, ctx, max_tokens=ctx.max_tokens)
         response = await model.ainvoke(request)
     assert isinstance(response, AIMessage)
     if response.response_metadata.get("finish_reason") == "length":

@@ -4,10 +4,10 @@
 - ``POST /v1/chat/completions``: stateless, as OpenAI's and AnythingLLM's are. The request's messages are the
   conversation: each call runs one turn of the ``agent`` graph on a new thread of the caller's, with the
   earlier messages as the thread's history (``load_history`` folds and trims them by the workspace's
-  settings), then deletes the thread. A ``system`` message replaces the workspace's prompt, ``max_tokens``
-  becomes the turn's ``reply_reserve`` (what the graph asks the model for). The graph's ``finish`` node
-  logs the exchange to the workspace's chat log, as for any turn. Sources go in a ``sources`` field beside
-  ``choices`` (of the completion, and of the last chunk when streaming), which OpenAI clients ignore.
+  settings), then deletes the thread. A ``system`` message replaces the workspace's prompt; ``max_tokens``
+  becomes the turn's ``max_tokens`` and ``reply_reserve``, ``temperature`` its ``temperature``. The ``finish``
+  node logs the exchange to the workspace's chat log, as for any turn. Sources go in a ``sources`` field
+  beside ``choices`` (of the completion, and of the last chunk when streaming), which OpenAI clients ignore.
 - ``POST /v1/embeddings``: the deployment's embedder, the one the workspace's documents are embedded with.
 
 Every turn runs through the server these routes are mounted in, with the caller's own key (see
@@ -110,6 +110,7 @@ class Chat:
     messages: list[dict[str, Any]]
     system: str | None = None
     max_tokens: int | None = None
+    temperature: float | None = None
     stream: bool = False
     include_usage: bool = False
 
@@ -167,6 +168,15 @@ def _whole_number(body: dict[str, Any], *names: str) -> int | None:
     return None
 
 
+def _temperature(body: dict[str, Any]) -> float | None:
+    value = body.get("temperature")
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 2:
+        raise RouteError(400, "temperature must be a number from 0 to 2", "invalid_value")
+    return float(value)
+
+
 def parse_chat(body: dict[str, Any]) -> Chat:
     """Read a ``chat/completions`` body: the workspace, the conversation and the options the graph honours.
 
@@ -183,6 +193,7 @@ def parse_chat(body: dict[str, Any]) -> Chat:
         messages=messages,
         system=system,
         max_tokens=_whole_number(body, "max_completion_tokens", "max_tokens"),
+        temperature=_temperature(body),
         stream=body.get("stream") is True,
         include_usage=isinstance(options, dict) and options.get("include_usage") is True,
     )
@@ -224,12 +235,14 @@ async def check_settings(assistant: dict[str, Any], chat: Chat) -> None:
 
 
 def run_context(chat: Chat) -> dict[str, Any]:
-    """The turn's own settings: the workspace, the request's prompt and its reply limit."""
+    """The turn's own settings: the workspace, the request's prompt, its reply limit and temperature."""
     context: dict[str, Any] = {"workspace": chat.workspace}
     if chat.system is not None:
         context["system_prompt"] = chat.system
     if chat.max_tokens is not None:
-        context["reply_reserve"] = chat.max_tokens
+        context["reply_reserve"] = context["max_tokens"] = chat.max_tokens
+    if chat.temperature is not None:
+        context["temperature"] = chat.temperature
     return context
 
 
