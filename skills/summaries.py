@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Callable
 from pathlib import PurePath
 from typing import Annotated, Any
@@ -59,14 +60,18 @@ def _named(documents: list[Document], name: str) -> list[Document]:
     """Documents a model may mean by ``name``: id, title, file name or source.
 
     Failing those, the title or file name case-blind and without its suffix ("pricing" for pricing.md), as a
-    person would say it.
+    person would say it; then a document whose name is one word of ``name`` ("the pricing document").
     """
     name = name.strip()
     exact = [d for d in documents if name in (str(d.id), d.title, d.source, PurePath(d.source).name)]
     if exact:
         return exact
     loose = name.casefold()
-    return [d for d in documents if loose in {n.casefold() for n in (d.title, *_stems(d))}]
+    named = [d for d in documents if loose in {n.casefold() for n in (d.title, *_stems(d))}]
+    if named:
+        return named
+    words = set(re.findall(r"[^\W_]+(?:[.-][^\W_]+)*", loose))  # "the pricing document", "pricing_doc"
+    return [d for d in documents if words & {n.casefold() for n in (d.title, *_stems(d))}]
 
 
 def _stems(doc: Document) -> tuple[str, str]:
@@ -176,7 +181,7 @@ def summary_tools(
         ctx = live_settings()
         size = max(int(ctx.window * SECTION_SHARE), 200)
         if count(text) <= size:
-            return f"The whole of {doc.title}:\n\n{text}"
+            return f"The full text of {doc.title} follows; summarize it from this text.\n\n{text}"
         sections = _sections_of(text, size)
         model = model_for(ctx)
         points = ""

@@ -78,14 +78,16 @@ async def test_a_short_document_is_given_whole_and_an_unknown_name_gets_the_list
     await add(workspace, "pricing.md", SHORT)
     graph = build_graph(checkpointer=saver)
     embed.push(
-        tool_reply(("summarize_document", {"name": "pricing.md"}), ("summarize_document", {"name": "menu"})),
+        tool_reply(
+            ("summarize_document", {"name": "the Pricing document"}), ("summarize_document", {"name": "menu"})
+        ),
         text_reply("12 euros"),
     )
     out = await graph.ainvoke(
         user_message("@agent summarize the pricing"), thread, context=Context(workspace=workspace)
     )
     whole, unknown = tool_results(out)
-    assert "The whole of pricing.md" in whole and "12 euros a month" in whole
+    assert "The full text of pricing.md follows" in whole and "12 euros a month" in whole
     assert "No document is named 'menu'" in unknown and "'pricing.md'" in unknown
     assert len(embed.requests) == 2, "a document that fits is not summarized by the model"
 

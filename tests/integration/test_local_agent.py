@@ -6,6 +6,12 @@ must run, and a non-empty answer must come back with the route recorded.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
@@ -15,6 +21,8 @@ from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 
 pytestmark = pytest.mark.local_model
+CLI = str(Path(sys.executable).with_name("workspace-agent"))
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "workspace"
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +85,37 @@ async def test_the_default_model_runs_a_second_call_that_needs_the_first_ones_re
     )
     assert rounds[-1] == "answer" and len(rounds) >= 3, f"the model ended the loop after its rounds: {rounds}"
     assert "14451" in out["messages"][-1].content.replace(",", ""), out["messages"][-1].content
+
+
+def test_the_default_model_lists_the_documents_and_summarizes_the_pricing_sample_through_ask(
+    database_url, tmp_path, workspace
+):
+    """Issue 20: `workspace-agent ask` on the embedded default model (no settings) uses the document tools."""
+    env = {**os.environ, "DATABASE_URL": database_url}
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALLING", "CONTEXT_WINDOW"):
+        env.pop(name, None)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(
+            [CLI, "--workspace", workspace, *args], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+    def ask(question: str) -> dict:
+        return json.loads(run("ask", "--json", f"@agent {question}").stdout.strip().splitlines()[-1])
+
+    run("ingest", str(SAMPLES))
+
+    def ran(turn: dict) -> list[str]:
+        chosen = [d["outcome"] for d in turn["decisions"] if d["id"] == "C1" and d["decided_by"] == "model"]
+        return [name for names in chosen if isinstance(names, list) for name in names]
+
+    listed = ask("Which documents are in this workspace?")
+    assert "list_documents" in ran(listed), listed["decisions"]
+    assert "pricing" in listed["answer"].lower(), listed["answer"]
+
+    summary = ask("Summarize the pricing document.")
+    assert "summarize_document" in ran(summary), summary["decisions"]
+    facts = ("Hobby", "Business", "12 EUR", "49 EUR")  # the pricing sample's plans and prices
+    assert any(fact in summary["answer"] for fact in facts), summary["answer"]
