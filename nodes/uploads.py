@@ -191,9 +191,19 @@ def upload_name(block: dict[str, Any], raw: bytes, mime: str) -> str:
     return given_name(block) or f"upload-{content_hash(raw)[:12]}{MIME_SUFFIXES.get(mime.lower(), '')}"
 
 
+def files_cap() -> int:
+    """Files added per message: ``UPLOAD_MAX_FILES``, else 10."""
+    return positive_setting(FILES_ENV, DEFAULT_FILES, "files")
+
+
+def total_cap() -> int:
+    """Bytes of files added per message: ``UPLOAD_MAX_TOTAL_BYTES``, else 50 MiB."""
+    return positive_setting(TOTAL_ENV, DEFAULT_TOTAL, "bytes")
+
+
 def _check_count(position: int, count: int) -> None:
     """Refuse the files of a message after the first ``UPLOAD_MAX_FILES``, before decoding them."""
-    most = positive_setting(FILES_ENV, DEFAULT_FILES, "files")
+    most = files_cap()
     if position > most:
         raise Refused(
             f"this message carries {count} files; at most {most} are added per message ({FILES_ENV})"
@@ -202,7 +212,7 @@ def _check_count(position: int, count: int) -> None:
 
 def _check_total(total: int) -> None:
     """Refuse a file that takes the message's files over ``UPLOAD_MAX_TOTAL_BYTES``."""
-    most = positive_setting(TOTAL_ENV, DEFAULT_TOTAL, "bytes")
+    most = total_cap()
     if total > most:
         raise Refused(
             f"with it the files of this message come to {_size(total)}; at most {_size(most)} are added "

@@ -36,8 +36,10 @@ from workspace_agent.graphs.context import ContextError
 from workspace_agent.graphs.forks import STATE_WRITE_REFUSED
 from workspace_agent.server.policy import (
     PolicyError,
+    TooLarge,
     check_assistant_context,
     check_command,
+    check_input,
     check_run_settings,
     run_parts,
     run_settings,
@@ -143,7 +145,7 @@ def _service_only(value: dict[str, Any] | None, what: str) -> None:
 
 
 def _refuse(exc: Exception) -> Auth.exceptions.HTTPException:
-    status = 422 if isinstance(exc, ContextError) else 403
+    status = 422 if isinstance(exc, ContextError) else 413 if isinstance(exc, TooLarge) else 403
     return Auth.exceptions.HTTPException(status_code=status, detail=str(exc))
 
 
@@ -160,6 +162,7 @@ def _admit_run(parts: dict[str, Any], owner: str | None) -> None:
         for settings in run_settings(parts):
             check_run_settings(settings, owner)
         check_command(parts.get("command"))
+        check_input(parts.get("input"))
     except PolicyError as exc:
         raise _refuse(exc) from None
     if owner is not None:

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from workspace_agent.graphs.context import Context, ContextError, check_type
+from workspace_agent.nodes.history import ATTACHMENT_TYPES
+from workspace_agent.nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
 
 #: A run's own narrowing, which an assistant may not set: a run wins the merge, so it could clear them.
 RUN_ONLY = ("also_ask", "without_tools")
@@ -29,6 +31,45 @@ RUN_ONLY = ("also_ask", "without_tools")
 
 class PolicyError(PermissionError):
     """A request that would loosen approval, act for another user or write what only the graph writes."""
+
+
+class TooLarge(PolicyError):
+    """A run whose message carries more files, or more bytes of files, than a message may (HTTP 413)."""
+
+
+def _attachment_bytes(block: dict[str, Any]) -> int:
+    """About how many bytes a content block's file carries: its base64 text, wherever a client puts it."""
+    size = 0
+    for value in block.values():
+        if isinstance(value, str):
+            size += len(value)
+        elif isinstance(value, dict):
+            size += sum(len(v) for v in value.values() if isinstance(v, str))
+    return size * 3 // 4
+
+
+def check_input(value: Any) -> None:
+    """Refuse at the door a message whose files exceed the per-message caps, before anything stores it.
+
+    The server checkpoints a run's input before any node runs, so a file the ``ingest_uploads`` node refuses
+    would still stay in the thread's first checkpoint. The caps are the node's own (``UPLOAD_MAX_FILES``,
+    ``UPLOAD_MAX_TOTAL_BYTES``), so a message the node would take in full is never refused here.
+    """
+    messages = value.get("messages") if isinstance(value, Mapping) else None
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        files = [b for b in blocks if b.get("type") in ATTACHMENT_TYPES]
+        most, total = files_cap(), sum(map(_attachment_bytes, files))
+        if len(files) > most:
+            raise TooLarge(
+                f"a message may carry at most {most} files ({FILES_ENV}); this one carries {len(files)}"
+            )
+        if total > (limit := total_cap()):
+            raise TooLarge(
+                f"a message's files may come to at most {limit} bytes ({TOTAL_ENV}); this one's come to "
+                f"about {total}"
+            )
 
 
 def run_parts(value: dict[str, Any]) -> dict[str, Any]:
