@@ -187,15 +187,17 @@ def described_calls(text: str, tools: list[BaseTool]) -> list[str]:
     """The offered tools a text reply says should be called, instead of calling them.
 
     Under the grammar the 1.5B sometimes answers "you need to call the `calculate` function with the
-    expression 3 * 4817": the step it means to take, written as advice to the person. A tool named as a
-    call to make (in backticks or as "the X function/tool", beside "call", "use" or "need to") is that.
+    expression 3 * 4817": the step it means to take, written as advice to the person; or "you would use the
+    following call" above the call in a fence. A tool named as a call to make (in backticks, as "the X
+    function/tool", or as a quoted call's ``"name"``, beside "call", "use" or "need to") is that. The quoted
+    call itself never runs (a call in prose is text under the grammar): the model is asked for the call.
     """
     if not _INTENT.search(text):
         return []
     named = []
     for tool in tools:
         name = re.escape(tool.name)
-        if re.search(rf"`{name}`|\b{name}\s+(function|tool)\b", text):
+        if re.search(rf"`{name}`|\b{name}\s+(function|tool)\b|\"name\"\s*:\s*\"{name}\"", text):
             named.append(tool.name)
     return named
 

@@ -58,3 +58,20 @@ async def test_a_reply_that_is_a_list_of_calls_still_runs_under_the_grammar(
     out = await graph.ainvoke(user_message("@agent save that note"), thread, context=prompted(workspace))
     assert ran(out) == ["save_note"]
     assert out["messages"][-1].content == "Saved."
+
+
+async def test_a_call_the_model_says_it_would_use_is_asked_for_not_run_from_the_prose(
+    llm, saver, workspace, thread, grammar_on
+):
+    """The 1.5B's words in a CI run: the step it meant, quoted below "you would use the following call"."""
+    graph = build_graph(checkpointer=saver)
+    call = json.dumps([{"name": "calculate", "arguments": {"expression": "3 * 4817"}}])
+    prose = f"To multiply the secret code by 3, you would use the following call:\n```json\n{call}\n```"
+    llm.push(text_reply(prose), text_reply(call), text_reply("It is 14451."))
+    out = await graph.ainvoke(user_message("@agent multiply 4817 by 3"), thread, context=prompted(workspace))
+    assert ran(out) == ["calculate"]
+    first, again = llm.requests[0], llm.requests[1]
+    assert again["messages"] == first["messages"], "asked again on the same prompt"
+    assert "| text" in first["grammar"] and "| text" not in again["grammar"], "the second time, calls only"
+    assert any(d["outcome"] == "described call asked for" for d in out["decisions"] if d["id"] == "C1")
+    assert out["messages"][-1].content == "It is 14451."

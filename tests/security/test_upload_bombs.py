@@ -71,11 +71,34 @@ def shared_stream_pdf(pages: int = 2000, words: int = 2000) -> bytes:
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
-            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream",
+            _stream(packed),
             b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
             *[page] * pages,
         ]
     )
+
+
+def slow_pdf(pages: int = 2000, words: int = 2000) -> bytes:
+    """``pages`` pages, each with a content stream of its own: slow to read however it is read (no page's text
+    can be reused for another's), and still only a few hundred kB."""
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for i in range(pages):
+        content = b"BT /F1 12 Tf 72 720 Td (page %d) Tj " % i + b"(harbour ferry ) Tj " * words + b"ET"
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
+            b" /Resources << /Font << /F1 3 0 R >> >> >>" % (5 + 2 * i)
+        )
+        objects.append(_stream(zlib.compress(content, 9)))
+    return raw_pdf(objects)
+
+
+def _stream(packed: bytes) -> bytes:
+    return b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream"
 
 
 def deep_tree_pdf(depth: int = 5000) -> bytes:
@@ -175,7 +198,7 @@ async def test_the_cpu_limit_stops_a_slow_extraction(embed, saver, workspace, th
     monkeypatch.setenv("EXTRACT_CPU_SECONDS", "2")
     monkeypatch.setenv("EXTRACT_MAX_CHARS", "1000000000")
     embed.push(text_reply("ok"))
-    slow = file_block("slow.pdf", "application/pdf", shared_stream_pdf())
+    slow = file_block("slow.pdf", "application/pdf", slow_pdf())
     out = await upload(saver, workspace, thread, slow)
     [entry] = out["uploads"]
     assert entry["outcome"] == "refused", entry
@@ -211,7 +234,7 @@ async def test_a_cancelled_run_kills_its_extraction_worker(embed, saver, workspa
     monkeypatch.setenv("EXTRACT_CPU_SECONDS", "600")
     monkeypatch.setenv("EXTRACT_MAX_CHARS", "1000000000")
     turn = asyncio.create_task(
-        upload(saver, workspace, thread, file_block("slow.pdf", "application/pdf", shared_stream_pdf()))
+        upload(saver, workspace, thread, file_block("slow.pdf", "application/pdf", slow_pdf()))
     )
     deadline = time.monotonic() + HANG
     while not (running := worker_pids()):
