@@ -70,6 +70,21 @@ def wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float = 1
     raise RuntimeError(f"server did not start:\n{log.read_text(errors='replace')[-3000:]}")
 
 
+def served_env(db_url: str, model_url: str) -> dict[str, str]:
+    """The servers' environment: this database, the scripted model, no keys, Redis, traces or memory job."""
+    return {
+        **{k: v for k, v in os.environ.items() if k not in ("WORKSPACE_AGENT_API_KEYS", "REDIS_URL")},
+        "DATABASE_URL": db_url,
+        "OPENAI_BASE_URL": model_url,
+        "OPENAI_API_KEY": "bench",
+        "CHAT_MODEL": "scripted",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": "false",
+        "MEMORY_EXTRACTION_INTERVAL": "off",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
 def start_dev(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, list[str]]:
     cli = Path(sys.executable).with_name("langgraph")
     cmd = [str(cli), "dev", "--no-browser", "--no-reload", "--port", str(free_port())]
@@ -193,17 +208,7 @@ def main() -> None:
 
     db_url = database_url()
     llm = ScriptedLLM(rule=rule_with_latency(args.latency)).start()
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("WORKSPACE_AGENT_API_KEYS", "REDIS_URL")},
-        "DATABASE_URL": db_url,
-        "OPENAI_BASE_URL": llm.base_url,
-        "OPENAI_API_KEY": "bench",
-        "CHAT_MODEL": "scripted",
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGSMITH_TRACING": "false",
-        "MEMORY_EXTRACTION_INTERVAL": "off",
-        "LOG_LEVEL": "WARNING",
-    }
+    env = served_env(db_url, llm.base_url)
     starters = {
         "dev": ("langgraph dev", lambda log: start_dev(env, log)),
         "serve1": ("make serve, 1 instance", lambda log: start_serve(env, log, 1)),

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_sdk.client import LangGraphClient
-from serve_load import ROOT, client_for, start_dev, start_serve, stop
+from serve_load import ROOT, client_for, served_env, start_dev, start_serve, stop
 
 from workspace_agent.providers.scripted import ScriptedLLM, text_reply
 
@@ -150,17 +150,7 @@ def main() -> None:
 
     db_url = database_url()
     llm = ScriptedLLM(rule=lambda request: text_reply("The ferry leaves at nine.")).start()
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("WORKSPACE_AGENT_API_KEYS", "REDIS_URL")},
-        "DATABASE_URL": db_url,
-        "OPENAI_BASE_URL": llm.base_url,
-        "OPENAI_API_KEY": "bench",
-        "CHAT_MODEL": "scripted",
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGSMITH_TRACING": "false",
-        "MEMORY_EXTRACTION_INTERVAL": "off",
-        "LOG_LEVEL": "WARNING",
-    }
+    env = served_env(db_url, llm.base_url)
     starters = {
         "dev": ("langgraph dev", lambda log: start_dev(env, log)),
         "serve1": ("make serve, 1 instance", lambda log: start_serve(env, log, 1)),

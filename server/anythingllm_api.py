@@ -47,7 +47,7 @@ from starlette.routing import BaseRoute, Route
 
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.context import Context, ContextError, document_scope
-from workspace_agent.nodes.uploads import DEFAULT_TOTAL, MIME_SUFFIXES, TOTAL_ENV, upload_limit
+from workspace_agent.nodes.uploads import MIME_SUFFIXES, total_cap, upload_limit
 from workspace_agent.server.http_common import (
     RouteError,
     assistant_for,
@@ -59,7 +59,7 @@ from workspace_agent.server.http_common import (
 )
 from workspace_agent.skills.documents import index_document, search
 from workspace_agent.skills.extraction import extract_bounded
-from workspace_agent.skills.loaders import SUPPORTED_SUFFIXES, content_hash, positive_setting
+from workspace_agent.skills.loaders import SUPPORTED_SUFFIXES, content_hash
 
 GRAPH = "agent"
 DEFAULT_WORKSPACE = "default"
@@ -161,7 +161,7 @@ async def client_of(request: Request) -> AsyncIterator[LangGraphClient]:
 
 def chat_body_limit() -> int:
     """The largest chat body: its attachments' cap (``UPLOAD_MAX_TOTAL_BYTES``) as base64, plus the text."""
-    return positive_setting(TOTAL_ENV, DEFAULT_TOTAL, "bytes") * 4 // 3 + SMALL_BODY
+    return total_cap() * 4 // 3 + SMALL_BODY
 
 
 async def read_body(request: Request, limit: int) -> bytes:
