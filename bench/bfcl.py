@@ -35,11 +35,12 @@ from langchain_core.tools import StructuredTool
 
 from workspace_agent.graphs.context import Context
 from workspace_agent.nodes.trim import render_system
-from workspace_agent.providers import call_parsing, catalog, prompted
-from workspace_agent.providers.endpoint import model_settings
-from workspace_agent.providers.local_model import ensure_local_model_server
-from workspace_agent.providers.models import chat_model
+from workspace_agent.providers import prompted
+from workspace_agent.providers.chat.endpoint import model_settings
+from workspace_agent.providers.chat.models import chat_model
+from workspace_agent.providers.local.local_model import ensure_local_model_server
 from workspace_agent.providers.paths import data_home
+from workspace_agent.providers.prompted import call_parsing, catalog
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("MODEL_TIMEOUT", "900")  # one slow reply on a loaded machine is not a wrong answer
@@ -47,7 +48,7 @@ WHEEL = "bfcl-eval==2026.3.23"
 LIVE = ["live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"]
 HELD_OUT = ["simple_python", "multiple", "parallel", "parallel_multiple"]
 #: BFCL's type names as JSON schema has them.
-WINDOW = 4096  # the embedded model's window (providers.local_model.DEFAULT_CONTEXT)
+WINDOW = 4096  # the embedded model's window (providers.local.local_model.DEFAULT_CONTEXT)
 JSON_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string", "list": "array"}
 
 
@@ -277,7 +278,7 @@ def main() -> None:
         "--reopen",
         choices=["on", "off"],
         default="on",
-        help="reopen a list closed while the model gave another call a chance (providers.more_calls)",
+        help="reopen a list closed while the model gave another call a chance (prompted.more_calls)",
     )
     parser.add_argument(
         "--history",

@@ -112,7 +112,7 @@ def reply_ok(calls: list[dict[str, Any]], functions: list[dict], truth: list[dic
         return False
     unmatched = list(range(len(calls)))
     for expected in truth:
-        (name, answer), = expected.items()
+        ((name, answer),) = expected.items()
         function = next((f for f in functions if f["name"] == name), None)
         if function is None:
             return False

@@ -49,8 +49,8 @@ from workspace_agent.checkpoints.db import run
 from workspace_agent.checkpoints.savers import postgres_saver
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.local_model import LocalModelServer
-from workspace_agent.providers.model_server import context_size
+from workspace_agent.providers.local.local_model import LocalModelServer
+from workspace_agent.providers.local.model_server import context_size
 from workspace_agent.providers.paths import data_home
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
@@ -86,7 +86,7 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 class ModelUnderTest:
     """A pinned local model served by this process, set as the graph's OpenAI-compatible endpoint.
 
-    The environment then says what ``providers.endpoint`` says of the embedded model: tools are prompted,
+    The environment then says what ``providers.chat.endpoint`` says of the embedded model: tools are prompted,
     the call grammar is sent, the window is the server's. ``/metrics`` counts the prompt tokens it read.
     """
 

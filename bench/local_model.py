@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 from langchain_openai import ChatOpenAI
 
-from workspace_agent.providers.local_embeddings import LocalEmbeddings
-from workspace_agent.providers.local_model import (
+from workspace_agent.providers.embeddings.local import LocalEmbeddings
+from workspace_agent.providers.local.local_model import (
     LocalModelServer,
     assemble_model,
     find_model_chunks,

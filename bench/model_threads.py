@@ -34,7 +34,7 @@ from collections.abc import Iterator
 import httpx
 from local_model import WORDS, _line, _timed
 
-from workspace_agent.providers.local_model import LocalModelServer, resolve_model_path, thread_count
+from workspace_agent.providers.local.local_model import LocalModelServer, resolve_model_path, thread_count
 
 #: A burner: spin until the deadline it was given, whatever happens to the bench.
 BURN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"

@@ -16,9 +16,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
 
-from workspace_agent.providers.catalog import with_catalog
-from workspace_agent.providers.local_model import ensure_local_model_server
+from workspace_agent.providers.local.local_model import ensure_local_model_server
 from workspace_agent.providers.prompted import digest, parse_tool_calls
+from workspace_agent.providers.prompted.catalog import with_catalog
 from workspace_agent.skills.builtin import calculate, current_datetime
 
 QUESTIONS = [

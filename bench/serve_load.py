@@ -35,7 +35,7 @@ import httpx
 import psycopg
 from langgraph_sdk.client import LangGraphClient
 
-from workspace_agent.providers.scripted import ScriptedLLM, last_user_text, text_reply, tool_reply
+from workspace_agent.samples.scripted_model import ScriptedLLM, last_user_text, text_reply, tool_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 TURNS = 3

@@ -32,7 +32,7 @@ from typing import Any
 from langgraph_sdk.client import LangGraphClient
 from serve_load import ROOT, client_for, served_env, start_dev, start_serve, stop
 
-from workspace_agent.providers.scripted import ScriptedLLM, text_reply
+from workspace_agent.samples.scripted_model import ScriptedLLM, text_reply
 
 PDF, DOCX = "application/pdf", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Protocol
 
 from psycopg import AsyncConnection
 
-from workspace_agent.checkpoints.db import connection, ensure_schema
+from .db import connection, ensure_schema
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS chat_log (

@@ -18,8 +18,8 @@ from datetime import datetime
 
 from psycopg import AsyncConnection
 
-from workspace_agent.checkpoints.db import connection, ensure_schema, resolve_url
-from workspace_agent.checkpoints.vectors import (
+from .db import connection, ensure_schema, resolve_url
+from .vectors import (
     EF_SEARCH,
     EmbeddingMismatch,
     Space,

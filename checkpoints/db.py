@@ -17,8 +17,8 @@ from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from workspace_agent.checkpoints.embedded import database_url, embedded_started
-from workspace_agent.checkpoints.liveness import check_async
+from .embedded import database_url, embedded_started
+from .liveness import check_async
 
 _pools: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, dict[str, asyncio.Future[AsyncConnectionPool]]

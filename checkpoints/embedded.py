@@ -22,7 +22,7 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from workspace_agent.providers.paths import data_home
+from ..providers.paths import data_home
 
 _lock = threading.Lock()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workspace_agent.checkpoints.memory_job import (
+from .memory_job import (
     AlreadyProcessed,
     Applied,
     Change,
@@ -24,7 +24,7 @@ from workspace_agent.checkpoints.memory_job import (
     ChatGroup,
     MemoryJob,
 )
-from workspace_agent.checkpoints.memory_tables import (
+from .memory_tables import (
     COLUMNS,
     GLOBAL_LIMIT,
     INJECTED_WORKSPACE_LIMIT,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from workspace_agent.checkpoints.memory_tables import (
+from .memory_tables import (
     COLUMNS,
     GLOBAL_LIMIT,
     WORKSPACE_LIMIT,

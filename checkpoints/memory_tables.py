@@ -14,8 +14,8 @@ from typing import Literal
 
 from psycopg import AsyncConnection, errors
 
-from workspace_agent.checkpoints import chatlog
-from workspace_agent.checkpoints.db import connection, ensure_schema
+from . import chatlog
+from .db import connection, ensure_schema
 
 GLOBAL_LIMIT = 5
 """Global memories a user may have: facts true in every workspace (AnythingLLM: 5)."""

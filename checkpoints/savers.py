@@ -29,9 +29,9 @@ from psycopg import AsyncCursor, Cursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from workspace_agent.checkpoints.checkpoint_writes import OneStatementWrites
-from workspace_agent.checkpoints.embedded import database_url
-from workspace_agent.checkpoints.liveness import check_async, check_sync
+from .checkpoint_writes import OneStatementWrites
+from .embedded import database_url
+from .liveness import check_async, check_sync
 
 #: Connections one process's saver may hold: enough for the dev server's parallel runs, well within the
 #: embedded server's 100 shared by every process.

@@ -118,7 +118,7 @@ def _conninfo(saver: Any) -> str | None:
     conn = getattr(saver, "conn", None)
     conninfo = getattr(conn, "conninfo", None)  # a pool
     if conninfo is None and conn is not None and hasattr(conn, "info"):
-        from workspace_agent.checkpoints.embedded import database_url
+        from .embedded import database_url
 
         conninfo = database_url()  # a single connection does not show its password: the project's URL
     return conninfo

@@ -54,15 +54,15 @@ def validated_context(graph_id: str, values: dict[str, Any]) -> dict[str, Any]:
         ValueError: An unknown graph, field, or a value of the wrong type or range.
     """
     if graph_id == "agent":
-        from workspace_agent.graphs.context import Context
+        from ..graphs.context import Context
 
         Context.from_mapping(values)
     elif graph_id == "memory":
-        from workspace_agent.graphs.memory import MemoryContext
+        from ..graphs.memory import MemoryContext
 
         _construct(MemoryContext, values)
     elif graph_id == "ingest":
-        from workspace_agent.nodes.ingest.state import IngestContext
+        from ..nodes.ingest.state import IngestContext
 
         _construct(IngestContext, values)
     else:
@@ -176,9 +176,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """The workspace settings given on the command line: ``--mode`` and ``--set FIELD=VALUE``."""
-    from workspace_agent.graphs.context import Context, parse_assignments
-    from workspace_agent.graphs.memory import MemoryContext
-    from workspace_agent.nodes.ingest.state import IngestContext
+    from ..graphs.context import Context, parse_assignments
+    from ..graphs.memory import MemoryContext
+    from ..nodes.ingest.state import IngestContext
 
     schema = {"agent": Context, "memory": MemoryContext, "ingest": IngestContext}[args.graph]
     return ({"chat_mode": args.mode} if args.mode else {}) | parse_assignments(args.set, schema)

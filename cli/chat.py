@@ -21,9 +21,9 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 from rich.prompt import Prompt
 from rich.table import Table
 
-from workspace_agent.cli.activity import Activity, StatusLine, is_progress
-from workspace_agent.graphs.context import Context
-from workspace_agent.providers.endpoint import Endpoint, choose_endpoint
+from ..graphs.context import Context
+from ..providers.chat.endpoint import Endpoint, choose_endpoint
+from .activity import Activity, StatusLine, is_progress
 
 console = Console()
 err = Console(stderr=True)
@@ -169,8 +169,8 @@ def _show_decisions(values: dict) -> None:
 
 async def _seed(workspace: str, user_id: str) -> None:
     """A first chat in an empty workspace gets the sample documents, so retrieval has something to show."""
-    from workspace_agent.cli.documents import seed_samples
-    from workspace_agent.providers.embeddings import EmbeddingUnavailable
+    from ..providers.embeddings import EmbeddingUnavailable
+    from .documents import seed_samples
 
     try:
         await seed_samples(workspace, err, user_id)
@@ -248,8 +248,8 @@ async def chat(graph: Any, config: dict, context: Context, endpoint: Endpoint) -
 
 async def session(args: argparse.Namespace, endpoint: Endpoint, context: Context) -> int:
     """``chat`` or ``ask`` on the PostgreSQL saver (pool-backed: a database restart costs one retry)."""
-    from workspace_agent.checkpoints.savers import postgres_saver
-    from workspace_agent.graphs.agent import build_graph
+    from ..checkpoints.savers import postgres_saver
+    from ..graphs.agent import build_graph
 
     config = {"configurable": {"thread_id": args.thread or uuid.uuid4().hex}}
     async with AsyncExitStack() as stack:

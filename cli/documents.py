@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from workspace_agent.checkpoints.chunks import Document, EmbeddingMismatch
-from workspace_agent.checkpoints.db import run
-from workspace_agent.graphs.context import LOCAL_USER, document_scope
-from workspace_agent.providers.embeddings import EmbeddingUnavailable
-from workspace_agent.skills.documents import (
+from ..checkpoints.chunks import Document, EmbeddingMismatch
+from ..checkpoints.db import run
+from ..graphs.context import LOCAL_USER, document_scope
+from ..providers.embeddings import EmbeddingUnavailable
+from ..skills.documents import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
     list_documents,
@@ -55,7 +55,7 @@ async def ingest_paths(
         EmbeddingMismatch: The workspace's vectors came from another embedding model.
         EmbeddingUnavailable: No embedding model is configured.
     """
-    from workspace_agent.graphs.ingest import IngestContext, build_graph
+    from ..graphs.ingest import IngestContext, build_graph
 
     # The person typing the paths is the local user acting on their own files, so the paths they name are
     # roots of this run; a symlink inside a typed folder still cannot lead out of it.

@@ -2,7 +2,7 @@
 
 This module is the command line itself — arguments, the workspace context they make, and which command
 runs; the conversation is ``chat``, documents ``documents``, memories ``memories``. The model, local or
-hosted, is the same one every other entry point uses (``providers.endpoint``).
+hosted, is the same one every other entry point uses (``providers.chat.endpoint``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import os
 import sys
 from typing import Any
 
-from workspace_agent.checkpoints.db import run
-from workspace_agent.cli import assistants
-from workspace_agent.cli.chat import console, err, prepare_endpoint, session
-from workspace_agent.graphs.context import Context, document_scope, parse_assignments
+from ..checkpoints.db import run
+from ..graphs.context import Context, document_scope, parse_assignments
+from . import assistants
+from .chat import console, err, prepare_endpoint, session
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _documents(args: argparse.Namespace) -> int:
-    from workspace_agent.cli import documents
+    from . import documents
 
     if args.command == "ingest":
         return documents.ingest_command(
@@ -92,7 +92,7 @@ def _documents(args: argparse.Namespace) -> int:
 
 
 def _memory(args: argparse.Namespace) -> int:
-    from workspace_agent.cli import memories
+    from . import memories
 
     given = {"workspace": args.workspace, "user_id": args.user} if args.workspace != "default" else {}
     if args.memory_action == "run":
@@ -116,7 +116,7 @@ def _context(args: argparse.Namespace) -> Context:
 
 
 def _db(action: str) -> int:
-    from workspace_agent.checkpoints.embedded import database_url, stop_embedded
+    from ..checkpoints.embedded import database_url, stop_embedded
 
     if action == "url":
         print(database_url())
@@ -126,7 +126,7 @@ def _db(action: str) -> int:
 
 
 def _model(action: str) -> int:
-    from workspace_agent.providers.model_server import find_shared_model, stop_shared_model
+    from ..providers.local.model_server import find_shared_model, stop_shared_model
 
     if action == "stop":
         console.print("stopped" if stop_shared_model() else "not running")
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LANGSMITH_TRACING", "false")
     try:
         if args.command == "mcp":
-            from workspace_agent.cli.mcp_view import show_mcp
+            from .mcp_view import show_mcp
 
             return show_mcp(args.config, console)
         if args.command == "memory":

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from workspace_agent.skills.mcp import ServerStatus, load_mcp_sync
+from ..skills.mcp import ServerStatus, load_mcp_sync
 
 _STATE_STYLE = {"started": "green", "not auto-started": "yellow", "error": "red"}
 

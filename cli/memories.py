@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from workspace_agent.checkpoints.db import run
+from ..checkpoints.db import run
 
 DEFAULT_INTERVAL = "3h"
 _UNITS = {
@@ -53,7 +53,7 @@ def _prepare_endpoint(console: Console) -> None:
     if os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"):
         return
     try:
-        from workspace_agent.providers.model_server import shared_model_server
+        from ..providers.local.model_server import shared_model_server
 
         with console.status("starting the local model…"):
             shared_model_server()  # started now, with a spinner; the graph's model calls then find it
@@ -63,8 +63,8 @@ def _prepare_endpoint(console: Console) -> None:
 
 async def run_once(context: Any, database_url: str | None = None) -> dict[str, Any]:
     """One run of the memory graph; returns its output (``report`` and ``decisions``)."""
-    from workspace_agent.checkpoints.memories import PostgresMemories
-    from workspace_agent.graphs.memory import build_graph
+    from ..checkpoints.memories import PostgresMemories
+    from ..graphs.memory import build_graph
 
     graph = build_graph(memories=PostgresMemories(database_url))
     return await graph.ainvoke({}, context=context)
@@ -106,7 +106,7 @@ def _summary(report: list[dict[str, Any]]) -> tuple[str, bool]:
 
 
 def _context(**options: Any) -> Any:
-    from workspace_agent.graphs.memory import MemoryContext
+    from ..graphs.memory import MemoryContext
 
     return MemoryContext(**{k: v for k, v in options.items() if v is not None})
 
@@ -205,7 +205,7 @@ def list_command(console: Console, *, user_id: str | None = None, workspace: str
     Returns:
         0.
     """
-    from workspace_agent.checkpoints.memories import PostgresMemories
+    from ..checkpoints.memories import PostgresMemories
 
     memories = run(PostgresMemories().list_memories(user_id, workspace))
     table = Table("id", "user", "scope", "workspace", "memory", "updated", title="memories")
@@ -222,7 +222,7 @@ def edit_command(console: Console, memory_id: int, content: str) -> int:
     Returns:
         0 when it was changed, 1 when there is no such memory or the text is empty.
     """
-    from workspace_agent.checkpoints.memories import PostgresMemories
+    from ..checkpoints.memories import PostgresMemories
 
     try:
         changed = run(PostgresMemories().edit(memory_id, content))
@@ -239,7 +239,7 @@ def delete_command(console: Console, memory_id: int) -> int:
     Returns:
         0 when it was deleted, 1 when there is no such memory.
     """
-    from workspace_agent.checkpoints.memories import PostgresMemories
+    from ..checkpoints.memories import PostgresMemories
 
     deleted = run(PostgresMemories().delete(memory_id))
     console.print(f"memory {memory_id} deleted" if deleted else f"[red]no memory {memory_id}[/]")

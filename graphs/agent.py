@@ -18,23 +18,23 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from workspace_agent.checkpoints.chatlog import PostgresRecords, Records
-from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.forks import forking
-from workspace_agent.graphs.runnables import node, router
-from workspace_agent.graphs.state import AgentState, InputState, OutputState
-from workspace_agent.nodes.approve import approve
-from workspace_agent.nodes.call_model import call_model, route_after_model
-from workspace_agent.nodes.finish import finish
-from workspace_agent.nodes.history import load_history
-from workspace_agent.nodes.recall import recall
-from workspace_agent.nodes.retrieve import retrieve
-from workspace_agent.nodes.route import route
-from workspace_agent.nodes.tools import execute_tool, route_tool_calls
-from workspace_agent.nodes.trim import route_after_trim, trim
-from workspace_agent.nodes.uploads import AFTER_ROUTE, ingest_uploads, route_uploads
-from workspace_agent.skills.toolset import Services
+from ..checkpoints.chatlog import PostgresRecords, Records
+from ..checkpoints.chunks import DocumentStore
+from ..nodes.approve import approve
+from ..nodes.call_model import call_model, route_after_model
+from ..nodes.finish import finish
+from ..nodes.history import load_history
+from ..nodes.recall import recall
+from ..nodes.retrieve import retrieve
+from ..nodes.route import route
+from ..nodes.tools import execute_tool, route_tool_calls
+from ..nodes.trim import route_after_trim, trim
+from ..nodes.uploads import AFTER_ROUTE, ingest_uploads, route_uploads
+from .context import Context
+from .forks import forking
+from .runnables import node, router
+from .services import Services
+from .state import AgentState, InputState, OutputState
 
 
 def build_graph(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from workspace_agent.providers.endpoint import model_settings
+from ..providers.chat.endpoint import model_settings
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant for the workspace {workspace}. Today is {date}. "

@@ -34,7 +34,7 @@ from langgraph.config import get_config
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateUpdate
 
-from workspace_agent.checkpoints.turn_lock import TurnLock, turn_lock_for
+from ..checkpoints.turn_lock import TurnLock, turn_lock_for
 
 FORK_KEY = "workspace_agent_fork_of"
 #: The configurable key under which a server (``langgraph dev``, Aegra) passes the authenticated user.

@@ -22,11 +22,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from workspace_agent.graphs.runnables import node
-from workspace_agent.nodes.ingest.discover import discover, route_files
-from workspace_agent.nodes.ingest.index_file import index_file
-from workspace_agent.nodes.ingest.report import report
-from workspace_agent.nodes.ingest.state import IngestContext, IngestInput, IngestOutput, IngestState
+from ..nodes.ingest.discover import discover, route_files
+from ..nodes.ingest.index_file import index_file
+from ..nodes.ingest.report import report
+from ..nodes.ingest.state import IngestContext, IngestInput, IngestOutput, IngestState
+from .runnables import node
 
 __all__ = ["IngestContext", "build_graph", "graph"]
 

@@ -17,14 +17,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from workspace_agent.checkpoints.memories import PostgresMemories
-from workspace_agent.graphs.runnables import node
-from workspace_agent.nodes.memory.gate import gate_groups, route_groups
-from workspace_agent.nodes.memory.observe import observe, route_after_observe
-from workspace_agent.nodes.memory.read import read_batch, route_after_read
-from workspace_agent.nodes.memory.reflect import reflect, route_after_reflect
-from workspace_agent.nodes.memory.select import select_chats
-from workspace_agent.nodes.memory.state import (
+from ..checkpoints.memories import PostgresMemories
+from ..nodes.memory.gate import gate_groups, route_groups
+from ..nodes.memory.observe import observe, route_after_observe
+from ..nodes.memory.read import read_batch, route_after_read
+from ..nodes.memory.reflect import reflect, route_after_reflect
+from ..nodes.memory.select import select_chats
+from ..nodes.memory.state import (
     GroupInput,
     GroupState,
     MemoryContext,
@@ -33,7 +32,8 @@ from workspace_agent.nodes.memory.state import (
     MemoryServices,
     MemoryState,
 )
-from workspace_agent.nodes.memory.store import route_after_store, store
+from ..nodes.memory.store import route_after_store, store
+from .runnables import node
 
 __all__ = ["MAX_PARALLEL_GROUPS", "MemoryContext", "build_graph", "graph"]
 

@@ -2,7 +2,7 @@
 
 Every node that does I/O is a coroutine. LangGraph runs a coroutine node only under the async API; under
 ``invoke`` it raises "No synchronous function provided". ``node`` pairs each coroutine with a sync form
-that runs it on the process's background loop (``providers.loops.run_sync``): the same code, the same
+that runs it on the process's background loop (``providers.chat.loops.run_sync``): the same code, the same
 decisions, the same interrupts, with clients and pools reused across calls.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph._internal._runnable import RunnableCallable
 
-from workspace_agent.providers.loops import run_sync
+from ..providers.chat.loops import run_sync
 
 
 def node(action: Callable[..., Any]) -> Any:

@@ -18,14 +18,14 @@ from langchain_core.messages.tool import ToolCall
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.forks import fork_of
-from workspace_agent.graphs.state import AgentState, Decision, decision
-from workspace_agent.nodes.history import turn_start
-from workspace_agent.nodes.route import EXECUTED_PREFIX
-from workspace_agent.providers.prompted import WAITING
-from workspace_agent.providers.tokens import message_text
-from workspace_agent.skills.toolset import Services, Toolset
+from ..graphs.context import Context
+from ..graphs.forks import fork_of
+from ..graphs.services import Services, Toolset
+from ..graphs.state import AgentState, Decision, decision
+from ..providers.prompted import WAITING
+from ..providers.tokens import message_text
+from .history import turn_start
+from .route import EXECUTED_PREFIX
 
 DECISION_TYPES = ("approve", "edit", "reject")
 

@@ -8,19 +8,19 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, Decision, decision
-from workspace_agent.nodes.trim import assemble
-from workspace_agent.providers.prompted import (
+from ..graphs.context import Context
+from ..graphs.services import Services
+from ..graphs.state import AgentState, Decision, decision
+from ..providers.prompted import (
     digest,
     names_a_tool,
     prompted_turn,
     waiting_calls,
     withheld_call,
 )
-from workspace_agent.providers.streaming import progress
-from workspace_agent.providers.tokens import message_text
-from workspace_agent.skills.toolset import Services
+from ..providers.prompted.streaming import progress
+from ..providers.tokens import message_text
+from .trim import assemble
 
 
 async def _offered_tools(

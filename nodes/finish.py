@@ -6,12 +6,12 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from workspace_agent.checkpoints.chatlog import Exchange
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, decision
-from workspace_agent.nodes.history import EXCLUDED, prompt_text, turn_start
-from workspace_agent.providers.tokens import message_text
-from workspace_agent.skills.toolset import Services
+from ..checkpoints.chatlog import Exchange
+from ..graphs.context import Context
+from ..graphs.services import Services
+from ..graphs.state import AgentState, decision
+from ..providers.tokens import message_text
+from .history import EXCLUDED, prompt_text, turn_start
 
 TERMINATE = "TERMINATE"
 

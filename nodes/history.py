@@ -14,9 +14,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.runtime import Runtime
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, decision
-from workspace_agent.providers.tokens import message_text
+from ..graphs.context import Context
+from ..graphs.state import AgentState, decision
+from ..providers.tokens import message_text
 
 AGENT_PREFIX = "@agent"
 #: ``response_metadata`` flag of an answer shown in the thread but never given to the model (a refusal).

@@ -14,18 +14,18 @@ import asyncio
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from workspace_agent.checkpoints.chatlog import PostgresRecords
-from workspace_agent.checkpoints.memories import (
+from ..checkpoints.chatlog import PostgresRecords
+from ..checkpoints.memories import (
     GLOBAL_LIMIT,
     INJECTED_WORKSPACE_LIMIT,
     Memory,
     PostgresMemories,
 )
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, decision
-from workspace_agent.providers.embeddings import embedding_id, get_embeddings
-from workspace_agent.providers.tokens import message_text
-from workspace_agent.skills.toolset import Services
+from ..graphs.context import Context
+from ..graphs.services import Services
+from ..graphs.state import AgentState, decision
+from ..providers.embeddings import embedding_id, get_embeddings
+from ..providers.tokens import message_text
 
 
 def memory_source(services: Services) -> PostgresMemories | None:

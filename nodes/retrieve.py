@@ -7,12 +7,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from workspace_agent.checkpoints.chunks import ChunkHit, Document, DocumentStore
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, decision
-from workspace_agent.nodes.trim import FRAME, SYSTEM_SHARE, render_system
-from workspace_agent.providers.tokens import count, cut_middle, ensure_tokenizer, message_text
-from workspace_agent.skills.documents import (
+from ..checkpoints.chunks import ChunkHit, Document, DocumentStore
+from ..graphs.context import Context
+from ..graphs.services import Services
+from ..graphs.state import AgentState, decision
+from ..providers.tokens import count, cut_middle, ensure_tokenizer, message_text
+from ..skills.documents import (
     chunk_context,
     chunk_source,
     metadata_header,
@@ -20,7 +20,7 @@ from workspace_agent.skills.documents import (
     pinned_source,
     search,
 )
-from workspace_agent.skills.toolset import Services
+from .trim import FRAME, SYSTEM_SHARE, render_system
 
 #: Outcomes of ``ingest_uploads`` that leave the dropped file among the workspace's documents.
 IN_WORKSPACE = ("added", "replaced", "unchanged")

@@ -8,11 +8,11 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, Decision, decision
-from workspace_agent.nodes.history import AGENT_PREFIX, attachments, fold_update, turn_start
-from workspace_agent.providers.tokens import message_text
-from workspace_agent.skills.toolset import Services
+from ..graphs.context import Context
+from ..graphs.services import Services
+from ..graphs.state import AgentState, Decision, decision
+from ..providers.tokens import message_text
+from .history import AGENT_PREFIX, attachments, fold_update, turn_start
 
 MAX_MESSAGE_CHARS = 1_000_000
 EXECUTED_PREFIX = "wa-tool-"

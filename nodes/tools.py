@@ -20,11 +20,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import ValidationError
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, Decision, ToolCallState, decision
-from workspace_agent.nodes.route import EXECUTED_PREFIX
-from workspace_agent.providers.streaming import progress
-from workspace_agent.skills.toolset import Services
+from ..graphs.context import Context
+from ..graphs.services import Services
+from ..graphs.state import AgentState, Decision, ToolCallState, decision
+from ..providers.prompted.streaming import progress
+from .route import EXECUTED_PREFIX
 
 
 def route_tool_calls(state: AgentState) -> list[Send] | Literal["trim"]:

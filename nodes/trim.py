@@ -15,11 +15,11 @@ from typing import Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, decision
-from workspace_agent.nodes.history import conversation, prompt_text
-from workspace_agent.providers.catalog import catalog_reserve
-from workspace_agent.providers.tokens import count, count_messages, cut_middle, ensure_tokenizer, message_text
+from ..graphs.context import Context
+from ..graphs.state import AgentState, decision
+from ..providers.prompted.catalog import catalog_reserve
+from ..providers.tokens import count, count_messages, cut_middle, ensure_tokenizer, message_text
+from .history import conversation, prompt_text
 
 SYSTEM_SHARE, HISTORY_SHARE, USER_SHARE, USER_ALONE_SHARE = 0.15, 0.15, 0.70, 0.80
 FRAME = 3  # tokens of framing per message, as in count_messages

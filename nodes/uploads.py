@@ -45,10 +45,14 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.state import AgentState, Decision, decision
-from workspace_agent.nodes.history import (
+from ..checkpoints.chunks import DocumentStore
+from ..graphs.context import Context
+from ..graphs.services import Services
+from ..graphs.state import AgentState, Decision, decision
+from ..skills.documents import index_document
+from ..skills.extraction import extract_bounded
+from ..skills.loaders import SUPPORTED_SUFFIXES, content_hash, positive_setting
+from .history import (
     ATTACHMENT_TYPES,
     BYTE_KEYS,
     attachments,
@@ -56,10 +60,6 @@ from workspace_agent.nodes.history import (
     given_name,
     is_image,
 )
-from workspace_agent.skills.documents import index_document
-from workspace_agent.skills.extraction import extract_bounded
-from workspace_agent.skills.loaders import SUPPORTED_SUFFIXES, content_hash, positive_setting
-from workspace_agent.skills.toolset import Services
 
 LIMIT_ENV, FILES_ENV, TOTAL_ENV = "UPLOAD_MAX_BYTES", "UPLOAD_MAX_FILES", "UPLOAD_MAX_TOTAL_BYTES"
 DEFAULT_LIMIT, DEFAULT_FILES, DEFAULT_TOTAL = 20 * 1024 * 1024, 10, 50 * 1024 * 1024

@@ -21,7 +21,7 @@ from pathlib import Path
 import tiktoken
 from langchain_core.messages import BaseMessage
 
-from workspace_agent.providers.paths import data_home
+from .paths import data_home
 
 ENCODING = "cl100k_base"
 _RANKS_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"

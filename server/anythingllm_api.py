@@ -45,10 +45,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.context import Context, ContextError, document_scope
-from workspace_agent.nodes.uploads import MIME_SUFFIXES, total_cap, upload_limit
-from workspace_agent.server.http_common import (
+from ..checkpoints.chunks import DocumentStore
+from ..graphs.context import Context, ContextError, document_scope
+from ..nodes.uploads import MIME_SUFFIXES, total_cap, upload_limit
+from ..skills.documents import index_document, search
+from ..skills.extraction import extract_bounded
+from ..skills.loaders import SUPPORTED_SUFFIXES, content_hash
+from .http_common import (
     RouteError,
     assistant_for,
     caller,
@@ -57,9 +60,6 @@ from workspace_agent.server.http_common import (
     workspace_assistants,
     workspace_of,
 )
-from workspace_agent.skills.documents import index_document, search
-from workspace_agent.skills.extraction import extract_bounded
-from workspace_agent.skills.loaders import SUPPORTED_SUFFIXES, content_hash
 
 GRAPH = "agent"
 DEFAULT_WORKSPACE = "default"

@@ -32,9 +32,9 @@ from uuid import UUID, uuid5
 
 from langgraph_sdk import Auth
 
-from workspace_agent.graphs.context import ContextError
-from workspace_agent.graphs.forks import STATE_WRITE_REFUSED
-from workspace_agent.server.policy import (
+from ..graphs.context import ContextError
+from ..graphs.forks import STATE_WRITE_REFUSED
+from .policy import (
     PolicyError,
     TooLarge,
     check_assistant_context,

@@ -16,8 +16,8 @@ from __future__ import annotations
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from workspace_agent.server.anythingllm_api import routes as anythingllm_routes
-from workspace_agent.server.openai_api import routes as openai_routes
+from .anythingllm_api import routes as anythingllm_routes
+from .openai_api import routes as openai_routes
 
 
 def _application_class() -> type[Starlette]:

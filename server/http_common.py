@@ -17,7 +17,7 @@ from langgraph_sdk import Auth, get_client
 from langgraph_sdk.client import LangGraphClient
 from starlette.requests import Request
 
-from workspace_agent.server.auth import LOCAL_USER, SERVICE, api_keys, authenticate
+from .auth import LOCAL_USER, SERVICE, api_keys, authenticate
 
 #: The largest request body the routes read (bytes); more is refused with 413 before it is parsed.
 MAX_BODY_BYTES = 4 * 1024 * 1024

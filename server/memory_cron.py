@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from langgraph_sdk.client import LangGraphClient
 
-from workspace_agent.cli.memories import DEFAULT_INTERVAL, parse_interval
-from workspace_agent.server.auth import SERVICE_KEY_ENV
+from ..cli.memories import DEFAULT_INTERVAL, parse_interval
+from .auth import SERVICE_KEY_ENV
 
 JOB = {"managed_by": "workspace-agent", "job": "memory-extraction"}
 OFF = ("off", "none", "0", "never")

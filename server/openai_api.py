@@ -35,10 +35,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from workspace_agent.graphs.context import Context, ContextError
-from workspace_agent.providers.embeddings import EmbeddingUnavailable
-from workspace_agent.providers.tokens import count, ensure_tokenizer, message_text
-from workspace_agent.server.http_common import (
+from ..graphs.context import Context, ContextError
+from ..providers.embeddings import EmbeddingUnavailable
+from ..providers.tokens import count, ensure_tokenizer, message_text
+from ..skills.documents import embedder
+from .http_common import (
     RouteError,
     assistant_for,
     caller,
@@ -47,7 +48,6 @@ from workspace_agent.server.http_common import (
     workspace_assistants,
     workspace_of,
 )
-from workspace_agent.skills.documents import embedder
 
 logger = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from workspace_agent.graphs.context import Context, ContextError, check_type
-from workspace_agent.nodes.history import ATTACHMENT_TYPES
-from workspace_agent.nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
+from ..graphs.context import Context, ContextError, check_type
+from ..nodes.history import ATTACHMENT_TYPES
+from ..nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
 
 #: A run's own narrowing, which an assistant may not set: a run wins the merge, so it could clear them.
 RUN_ONLY = ("also_ask", "without_tools")

@@ -36,11 +36,11 @@ from typing import IO
 import httpx
 import psycopg
 
-from workspace_agent.checkpoints.embedded import database_url
-from workspace_agent.providers.paths import data_home
-from workspace_agent.server.auth import SERVICE_KEY_ENV
-from workspace_agent.server.memory_cron import ensure_memory_cron, scheduler_env, service_key
-from workspace_agent.server.pools import PoolPlan, plan_pools
+from ..checkpoints.embedded import database_url
+from ..providers.paths import data_home
+from .auth import SERVICE_KEY_ENV
+from .memory_cron import ensure_memory_cron, scheduler_env, service_key
+from .pools import PoolPlan, plan_pools
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 120.0
@@ -198,7 +198,7 @@ def schedule_memories(url: str, db_url: str, interval: str | None, service: str)
 
 def prepare_model() -> str:
     """Say which model the graphs will use; start the shared local model now rather than at the first turn."""
-    from workspace_agent.providers.endpoint import endpoint_url, model_settings
+    from ..providers.chat.endpoint import endpoint_url, model_settings
 
     settings = model_settings()
     if settings.kind != "local":

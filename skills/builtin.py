@@ -13,12 +13,12 @@ from typing import Annotated
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
-from workspace_agent.checkpoints.chatlog import NoteKey, Records
-from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.context import document_scope
-from workspace_agent.skills.calculator import calculate
-from workspace_agent.skills.document_tools import document_tools
-from workspace_agent.skills.workers import workers
+from ..checkpoints.chatlog import NoteKey, Records
+from ..checkpoints.chunks import DocumentStore
+from ..graphs.context import document_scope
+from .calculator import calculate
+from .document_tools import document_tools
+from .workers import workers
 
 __all__ = ["builtin_tools", "calculate", "current_datetime"]
 

@@ -12,10 +12,10 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.runtime import get_runtime
 
-from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.context import Context
-from workspace_agent.skills.documents import NO_CONTEXT, Found, chunk_source, index_document, search
-from workspace_agent.skills.loaders import content_hash
+from ..checkpoints.chunks import DocumentStore
+from ..graphs.context import Context
+from .documents import NO_CONTEXT, Found, chunk_source, index_document, search
+from .loaders import content_hash
 
 
 def live_settings() -> Context:

@@ -19,10 +19,10 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from workspace_agent.checkpoints.chunks import ChunkHit, Document, DocumentStore, require_space
-from workspace_agent.providers.embeddings import EmbeddingUnavailable, embedding_id, get_embeddings
-from workspace_agent.providers.tokens import count, ensure_tokenizer
-from workspace_agent.skills.loaders import UnreadableDocument
+from ..checkpoints.chunks import ChunkHit, Document, DocumentStore, require_space
+from ..providers.embeddings import EmbeddingUnavailable, embedding_id, get_embeddings
+from ..providers.tokens import count, ensure_tokenizer
+from .loaders import UnreadableDocument
 
 DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_BATCH_SIZE = 1000, 20, 64
 PINNED_PREVIEW = 1000

@@ -36,7 +36,7 @@ import weakref
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from workspace_agent.skills.loaders import (
+from .loaders import (
     MEMORY_SETTING,
     TEXT_SUFFIXES,
     UnreadableDocument,

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from workspace_agent.providers.paths import data_home
+from ..providers.paths import data_home
 
 ROOTS_SETTING, MAX_BYTES_SETTING = "DOCUMENT_ROOTS", "DOCUMENT_MAX_BYTES"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024

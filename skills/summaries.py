@@ -26,10 +26,10 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.types import interrupt
 
-from workspace_agent.checkpoints.chunks import Document, DocumentStore
-from workspace_agent.graphs.context import Context
-from workspace_agent.providers.tokens import count, encoding
-from workspace_agent.skills.document_tools import live_settings
+from ..checkpoints.chunks import Document, DocumentStore
+from ..graphs.context import Context
+from ..providers.tokens import count, encoding
+from .document_tools import live_settings
 
 #: Share of the window a document may take whole, and the size of one section of a longer one.
 SECTION_SHARE = 0.45

@@ -31,10 +31,10 @@ from typing import Any
 import httpx
 from langchain_core.tools import BaseTool, StructuredTool
 
-from workspace_agent.providers.tokens import encoding
-from workspace_agent.skills.document_tools import live_settings
-from workspace_agent.skills.extraction import extract_bounded
-from workspace_agent.skills.loaders import UnreadableDocument
+from ..providers.tokens import encoding
+from .document_tools import live_settings
+from .extraction import extract_bounded
+from .loaders import UnreadableDocument
 
 MAX_BYTES_SETTING, TIMEOUT_SETTING = "FETCH_MAX_BYTES", "FETCH_TIMEOUT"
 REDIRECTS_SETTING, ALLOWED_SETTING = "FETCH_MAX_REDIRECTS", "FETCH_ALLOWED_HOSTS"

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import httpx
 from langchain_core.tools import BaseTool, StructuredTool
 
-from workspace_agent.skills.web import read_capped
+from .web import read_capped
 
 PROVIDER_SETTING = "WEB_SEARCH_PROVIDER"
 DEFAULT_URLS = {

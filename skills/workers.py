@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from workspace_agent.skills.tool_worker import decode, encode
+from .tool_worker import decode, encode
 
 T = TypeVar("T")
 

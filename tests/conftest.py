@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.support.helpers import free_port
-from workspace_agent.providers.scripted import ScriptedLLM
+from workspace_agent.samples.scripted_model import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 #: A real-model test's time limit: it is there to catch a hang, and a 1.5B model on two busy cores took 84 s
@@ -49,7 +49,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     os.environ["WORKSPACE_AGENT_HOME"] = path
     os.environ.setdefault("LANGSMITH_TRACING", "false")
     yield path
-    from workspace_agent.providers.model_server import stop_shared_model
+    from workspace_agent.providers.local.model_server import stop_shared_model
 
     stop_shared_model()  # a local model server a test started in this data folder
 

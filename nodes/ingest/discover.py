@@ -10,11 +10,11 @@ from typing import Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.state import decision
-from workspace_agent.nodes.ingest.state import IngestContext, IngestState
-from workspace_agent.skills.documents import embedder
-from workspace_agent.skills.loaders import SUPPORTED_SUFFIXES, OutsideRoots, document_roots, inside_roots
+from ...checkpoints.chunks import DocumentStore
+from ...graphs.state import decision
+from ...skills.documents import embedder
+from ...skills.loaders import SUPPORTED_SUFFIXES, OutsideRoots, document_roots, inside_roots
+from .state import IngestContext, IngestState
 
 
 def _walk(paths: list[str], roots: list[Path]) -> tuple[list[str], list[dict[str, str]], int]:

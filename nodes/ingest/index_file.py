@@ -8,12 +8,12 @@ from pathlib import Path
 
 from langgraph.runtime import Runtime
 
-from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.state import decision
-from workspace_agent.nodes.ingest.state import FileTask, IngestContext
-from workspace_agent.skills.documents import index_document
-from workspace_agent.skills.extraction import extract_bounded
-from workspace_agent.skills.loaders import content_hash, document_roots, read_document
+from ...checkpoints.chunks import DocumentStore
+from ...graphs.state import decision
+from ...skills.documents import index_document
+from ...skills.extraction import extract_bounded
+from ...skills.loaders import content_hash, document_roots, read_document
+from .state import FileTask, IngestContext
 
 
 async def index_file(

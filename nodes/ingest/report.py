@@ -5,7 +5,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from workspace_agent.nodes.ingest.state import IngestContext, IngestState
+from .state import IngestContext, IngestState
 
 OUTCOMES = ("added", "unchanged", "replaced", "failed")
 

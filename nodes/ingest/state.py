@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 from typing_extensions import TypedDict
 
-from workspace_agent.graphs.context import LOCAL_USER, SLUG, ContextError, document_scope
-from workspace_agent.graphs.state import Decision
-from workspace_agent.skills.documents import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from ...graphs.context import LOCAL_USER, SLUG, ContextError, document_scope
+from ...graphs.state import Decision
+from ...skills.documents import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 
 
 def _meta(description: str) -> dict[str, str]:

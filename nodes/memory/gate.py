@@ -15,8 +15,8 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from workspace_agent.graphs.state import Decision, decision
-from workspace_agent.nodes.memory.state import MemoryContext, MemoryState, Report
+from ...graphs.state import Decision, decision
+from .state import MemoryContext, MemoryState, Report
 
 
 def _skip_reason(group: dict[str, Any], ctx: MemoryContext) -> str | None:

@@ -8,15 +8,15 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from workspace_agent.graphs.state import decision
-from workspace_agent.nodes.memory.answers import MAX_OBSERVATIONS, Observations, parse_answer
-from workspace_agent.nodes.memory.state import (
+from ...graphs.state import decision
+from ...providers.tokens import message_text
+from .answers import MAX_OBSERVATIONS, Observations, parse_answer
+from .state import (
     GroupState,
     MemoryContext,
     MemoryServices,
     batch_failed,
 )
-from workspace_agent.providers.tokens import message_text
 
 OBSERVER_PROMPT = """\
 You help an assistant remember its user between conversations. Below are recent conversations between \

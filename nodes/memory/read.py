@@ -12,8 +12,8 @@ from typing import Literal
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from workspace_agent.graphs.state import decision
-from workspace_agent.nodes.memory.state import GroupState, MemoryContext, MemoryServices
+from ...graphs.state import decision
+from .state import GroupState, MemoryContext, MemoryServices
 
 
 def cap(text: str, limit: int) -> str:

@@ -8,16 +8,16 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from workspace_agent.checkpoints.memories import GLOBAL_LIMIT, WORKSPACE_LIMIT, Memory
-from workspace_agent.graphs.state import decision
-from workspace_agent.nodes.memory.answers import Proposals, parse_answer
-from workspace_agent.nodes.memory.state import (
+from ...checkpoints.memories import GLOBAL_LIMIT, WORKSPACE_LIMIT, Memory
+from ...graphs.state import decision
+from ...providers.tokens import message_text
+from .answers import Proposals, parse_answer
+from .state import (
     GroupState,
     MemoryContext,
     MemoryServices,
     batch_failed,
 )
-from workspace_agent.providers.tokens import message_text
 
 REFLECTOR_PROMPT = """\
 You keep a small, tidy set of memories about a user. You are given candidate facts from recent \

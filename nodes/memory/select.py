@@ -6,8 +6,8 @@ from dataclasses import asdict
 
 from langgraph.runtime import Runtime
 
-from workspace_agent.graphs.state import decision
-from workspace_agent.nodes.memory.state import MemoryContext, MemoryServices, MemoryState
+from ...graphs.state import decision
+from .state import MemoryContext, MemoryServices, MemoryState
 
 
 async def select_chats(

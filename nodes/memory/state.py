@@ -15,10 +15,10 @@ from typing import Annotated, Any
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it before Python 3.12
 
-from workspace_agent.checkpoints.memories import PostgresMemories
-from workspace_agent.graphs.state import Decision, decision
-from workspace_agent.providers.endpoint import model_settings
-from workspace_agent.providers.models import chat_model
+from ...checkpoints.memories import PostgresMemories
+from ...graphs.state import Decision, decision
+from ...providers.chat.endpoint import model_settings
+from ...providers.chat.models import chat_model
 
 
 def _meta(description: str) -> dict[str, str]:

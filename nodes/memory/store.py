@@ -12,9 +12,9 @@ from typing import Literal
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from workspace_agent.checkpoints.memories import Change
-from workspace_agent.graphs.state import decision
-from workspace_agent.nodes.memory.state import GroupState, MemoryContext, MemoryServices, batch_row
+from ...checkpoints.memories import Change
+from ...graphs.state import decision
+from .state import GroupState, MemoryContext, MemoryServices, batch_row
 
 
 async def store(state: GroupState, runtime: Runtime[MemoryContext], *, services: MemoryServices) -> dict:

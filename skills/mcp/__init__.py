@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from workspace_agent.skills.mcp.config import ENV_VAR, MAX_FILE_BYTES, configured_file
-from workspace_agent.skills.mcp.hub import DEFAULT_CALL_TIMEOUT, hub
-from workspace_agent.skills.mcp.sessions import McpCallTimeout, McpServerError
-from workspace_agent.skills.mcp.tools import MAX_NAME, tool_name
-from workspace_agent.skills.mcp.workspace import McpLoad, ServerStatus
+from .config import ENV_VAR, MAX_FILE_BYTES, configured_file
+from .hub import DEFAULT_CALL_TIMEOUT, hub
+from .sessions import McpCallTimeout, McpServerError
+from .tools import MAX_NAME, tool_name
+from .workspace import McpLoad, ServerStatus
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",

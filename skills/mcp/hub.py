@@ -24,17 +24,17 @@ from typing import Any, TypeVar
 
 from mcp.types import CallToolResult
 
-from workspace_agent.skills.mcp.config import (
+from .config import (
     TIMED_OUT,
     ServersFile,
     configured_file,
     read_servers_file_async,
     read_servers_file_within,
 )
-from workspace_agent.skills.mcp.sessions import CLOSE_TIMEOUT, RETRY_FAILED_AFTER, Link
-from workspace_agent.skills.mcp.tools import Call
-from workspace_agent.skills.mcp.transports import CONNECT_TIMEOUT
-from workspace_agent.skills.mcp.workspace import McpLoad, assemble, select
+from .sessions import CLOSE_TIMEOUT, RETRY_FAILED_AFTER, Link
+from .tools import Call
+from .transports import CONNECT_TIMEOUT
+from .workspace import McpLoad, assemble, select
 
 T = TypeVar("T")
 Fingerprint = tuple[int, int, int, int]

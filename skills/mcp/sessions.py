@@ -18,8 +18,8 @@ from mcp import ClientSession, McpError
 from mcp.types import CONNECTION_CLOSED, CallToolResult
 from mcp.types import Tool as McpTool
 
-from workspace_agent.skills.mcp.config import ServerSpec
-from workspace_agent.skills.mcp.transports import CONNECT_TIMEOUT, describe, list_tools, open_session
+from .config import ServerSpec
+from .transports import CONNECT_TIMEOUT, describe, list_tools, open_session
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Tool as McpTool
 
-from workspace_agent.skills.mcp.config import ServerSpec
+from .config import ServerSpec
 
 CONNECT_TIMEOUT = 30.0
 """Seconds a server gets to start and list its tools, as in AnythingLLM."""

@@ -14,9 +14,9 @@ from typing import Literal
 
 from langchain_core.tools import BaseTool
 
-from workspace_agent.skills.mcp.config import ServersFile, Transport
-from workspace_agent.skills.mcp.sessions import Link
-from workspace_agent.skills.mcp.tools import Call, convert_tool, tool_name
+from .config import ServersFile, Transport
+from .sessions import Link
+from .tools import Call, convert_tool, tool_name
 
 
 @dataclass(frozen=True)

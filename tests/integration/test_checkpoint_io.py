@@ -22,7 +22,7 @@ from tests.support.helpers import user_message
 from workspace_agent.graphs import agent as agent_module
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 _caller: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="")
 

@@ -32,7 +32,7 @@ from tests.support.tools import make_test_tools
 from workspace_agent.cli import chat
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 ANSWER = "The tool answered: 20"
 READING = 1.6  # long enough for the status to count a second while the model "reads"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from langgraph_sdk import get_client
 
 from tests.support.helpers import user_message
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 
 def shown(messages: list[dict]) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.conftest import ROOT, start_dev_server, stop_process
-from workspace_agent.providers.model_server import find_shared_model, stop_shared_model
+from workspace_agent.providers.local.model_server import find_shared_model, stop_shared_model
 
 pytestmark = [pytest.mark.local_model, pytest.mark.timeout(900)]
 
@@ -47,7 +47,7 @@ def model_server_processes() -> list[str]:
             args = cmdline.read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if "providers.model_server" in args and home in args:
+        if "providers.local.model_server" in args and home in args:
             found.append(args)
     return found
 
@@ -139,7 +139,7 @@ async def stream_agent_turn(client, thread_id: str) -> tuple[dict, list[str], st
 def test_processes_starting_at_once_share_one_model_server(database_url):
     """Two processes that both need the model at the same moment: one server, no port clash."""
     stop_shared_model()
-    code = "from workspace_agent.providers.model_server import shared_model_server as s; print(s().pid)"
+    code = "from workspace_agent.providers.local.model_server import shared_model_server as s; print(s().pid)"
     try:
         starters = [
             subprocess.Popen([sys.executable, "-c", code], env=bare_env(), stdout=subprocess.PIPE, text=True)
@@ -162,7 +162,7 @@ async def test_a_dead_model_server_is_named_then_restarted_on_the_next_turn(save
     from tests.support.helpers import user_message
     from workspace_agent.graphs.agent import build_graph
     from workspace_agent.graphs.context import Context
-    from workspace_agent.providers.models import ModelEndpointError
+    from workspace_agent.providers.chat.models import ModelEndpointError
 
     for name in MODEL_SETTINGS[:-2]:
         monkeypatch.delenv(name, raising=False)

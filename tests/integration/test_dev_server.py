@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langgraph_sdk import get_client
 
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 
 async def test_studio_sees_the_context_fields_with_descriptions(dev_server):

@@ -18,8 +18,8 @@ from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply, tool_reply
 from workspace_agent.providers.tokens import count
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.documents import index_document
 from workspace_agent.skills.loaders import content_hash
 from workspace_agent.skills.summaries import SECTION_SHARE

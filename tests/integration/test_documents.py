@@ -24,7 +24,7 @@ from workspace_agent.graphs.context import QUERY_REFUSAL, Context
 from workspace_agent.graphs.ingest import IngestContext
 from workspace_agent.graphs.ingest import graph as ingest_graph
 from workspace_agent.providers.embeddings import EmbeddingUnavailable
-from workspace_agent.providers.scripted import hashed_embedding, text_reply, tool_reply
+from workspace_agent.samples.scripted_model import hashed_embedding, text_reply, tool_reply
 from workspace_agent.skills import documents
 from workspace_agent.skills.documents import metadata_header, pin_documents
 

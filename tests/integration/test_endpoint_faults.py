@@ -20,9 +20,9 @@ from langgraph_sdk import get_client
 from tests.support.helpers import free_port, user_message
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.endpoint import DEFAULT_TIMEOUT, model_settings
-from workspace_agent.providers.models import ModelEndpointError, chat_model
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.providers.chat.endpoint import DEFAULT_TIMEOUT, model_settings
+from workspace_agent.providers.chat.models import ModelEndpointError, chat_model
+from workspace_agent.samples.scripted_model import text_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 

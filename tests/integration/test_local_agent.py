@@ -27,7 +27,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "workspace"
 
 @pytest.fixture(scope="module")
 def local_model():
-    from workspace_agent.providers.local_model import ensure_local_model_server
+    from workspace_agent.providers.local.local_model import ensure_local_model_server
 
     server = ensure_local_model_server()
     return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0, max_tokens=128, stream_chunk_timeout=600)

@@ -15,9 +15,9 @@ from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
-from workspace_agent.providers.call_grammar import call_grammar
-from workspace_agent.providers.catalog import schema_of
 from workspace_agent.providers.prompted import PromptedTurn, prompted_turn
+from workspace_agent.providers.prompted.call_grammar import call_grammar
+from workspace_agent.providers.prompted.catalog import schema_of
 from workspace_agent.skills.builtin import builtin_tools
 
 pytestmark = [pytest.mark.local_model, pytest.mark.timeout(600)]
@@ -52,7 +52,7 @@ def json_tool(name: str, schema: dict, description: str = "A tool.") -> Structur
 
 @pytest.fixture(scope="module")
 def local_model() -> ChatOpenAI:
-    from workspace_agent.providers.local_model import ensure_local_model_server
+    from workspace_agent.providers.local.local_model import ensure_local_model_server
 
     server = ensure_local_model_server()
     return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0, stream_chunk_timeout=600)
@@ -61,7 +61,7 @@ def local_model() -> ChatOpenAI:
 @pytest.fixture(scope="module")
 def small_model() -> Iterator[ChatOpenAI]:
     """The 0.5B pin (``LOCAL_MODEL=0.5b``) in a server of its own, beside the default one."""
-    from workspace_agent.providers.local_model import PINS, LocalModelServer, ensure_model_file
+    from workspace_agent.providers.local.local_model import PINS, LocalModelServer, ensure_model_file
 
     server = LocalModelServer(ensure_model_file(pin=PINS["0.5b"])).start()
     assert server.model_name == PINS["0.5b"].name

@@ -28,7 +28,7 @@ RECORDER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "re
 
 @pytest.fixture(scope="module")
 def local_model() -> ChatOpenAI:
-    from workspace_agent.providers.local_model import ensure_local_model_server
+    from workspace_agent.providers.local.local_model import ensure_local_model_server
 
     server = ensure_local_model_server()
     return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0, stream_chunk_timeout=600)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workspace_agent.providers.local_model import (
+from workspace_agent.providers.local.local_model import (
     PINS,
     LocalModelError,
     LocalModelServer,

@@ -33,7 +33,7 @@ from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.memory import MemoryContext, build_graph
 from workspace_agent.nodes.memory.observe import OBSERVER_PROMPT
 from workspace_agent.nodes.memory.reflect import REFLECTOR_PROMPT
-from workspace_agent.providers.scripted import echo_rule, text_reply
+from workspace_agent.samples.scripted_model import echo_rule, text_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 

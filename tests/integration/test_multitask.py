@@ -17,7 +17,7 @@ from langgraph_sdk.errors import ConflictError
 
 from tests.support.helpers import user_message
 from workspace_agent.checkpoints.chatlog import PostgresRecords
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 SLOW = 3.0
 

@@ -15,7 +15,7 @@ from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import recorded
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.samples.scripted_model import text_reply
 
 VALUES = {"alpha": "7341", "beta": "1002"}
 

@@ -10,8 +10,8 @@ from langgraph.types import Command
 from tests.support.helpers import decisions_of, token, user_message
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply
 from workspace_agent.providers.tokens import count
+from workspace_agent.samples.scripted_model import text_reply
 
 
 async def test_json_text_is_run_as_tool_calls_and_answered_from_a_digest(llm, saver, workspace, thread):

@@ -24,7 +24,7 @@ from workspace_agent.checkpoints.liveness import RECONNECT_MAX_DELAY
 from workspace_agent.checkpoints.savers import sync_postgres_saver
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.samples.scripted_model import text_reply
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from workspace_agent.graphs.ingest import IngestContext
 from workspace_agent.graphs.ingest import build_graph as build_ingest
 from workspace_agent.graphs.memory import MemoryContext
 from workspace_agent.graphs.memory import build_graph as build_memory
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 
 def approval_scenario(saver, llm, workspace: str, record) -> tuple[dict, dict, list[str], object]:
@@ -85,7 +85,7 @@ async def test_sync_and_async_forms_take_the_same_decisions(llm, saver, database
     context = Context(workspace=workspace, auto_approved=[])
     await graph.ainvoke(user_message("three"), thread, context=context)
     resume = approve_edit_reject(ids)
-    async_values = (await graph.ainvoke(Command(resume=resume), thread, context=context))
+    async_values = await graph.ainvoke(Command(resume=resume), thread, context=context)
 
     def trace(values: dict) -> list[tuple[str, str]]:
         return [(d["id"], d["decided_by"]) for d in values["decisions"]]

@@ -11,7 +11,7 @@ from langgraph_sdk import get_client
 from tests.support.helpers import user_message
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.samples.scripted_model import text_reply
 
 
 def texts(request: dict) -> list[str]:

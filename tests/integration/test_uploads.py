@@ -18,7 +18,7 @@ from tests.unit.test_ingest_loaders import make_docx, make_pdf
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.samples.scripted_model import text_reply
 
 PDF_TEXT = "The aurora survey budget is 4200 euros for the winter season."
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"

@@ -14,7 +14,7 @@ from langgraph_sdk.errors import NotFoundError
 from tests.security.conftest import KEYS
 from tests.serving.conftest import serve, serving_env  # noqa: F401 - fixtures of the Aegra tests
 from tests.serving.test_serve_memory import marked_by_user, memory_rule, quiet_crons, seed
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 
 def as_user(url: str, name: str):

@@ -24,7 +24,7 @@ from tests.support.tools import make_test_tools, recorded
 from workspace_agent.checkpoints.turn_lock import ThreadBusy
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 
 def slow_reply(text: str, seconds: float) -> dict:

@@ -17,7 +17,7 @@ import pytest
 from tests.support.helpers import decisions_of, user_message
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.builtin import builtin_tools
 from workspace_agent.skills.calculator import CalculationRefused, calculate
 from workspace_agent.skills.workers import Workers

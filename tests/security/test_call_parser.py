@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from workspace_agent.providers.call_parsing import MAX_REPLY_CHARS, names_a_tool, parse_reply
+from workspace_agent.providers.prompted.call_parsing import MAX_REPLY_CHARS, names_a_tool, parse_reply
 
 TOOLS = {"save_note": ("text",), "calculate": ("expression",)}
 BOUND = 2.0  # seconds; a linear parser takes milliseconds for any of these

@@ -14,7 +14,7 @@ from workspace_agent.checkpoints.chatlog import Exchange, PostgresRecords
 from workspace_agent.checkpoints.db import connection, ensure_schema
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.samples.scripted_model import text_reply
 
 
 class Crash(Exception):

@@ -13,7 +13,7 @@ from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import make_test_tools
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 
 async def test_a_new_message_after_a_crash_records_the_running_call_as_interrupted(

@@ -63,7 +63,7 @@ MEASURE = textwrap.dedent(
     """
     import json, random
     from pathlib import Path
-    from workspace_agent.providers.local_embeddings import get_local_embeddings
+    from workspace_agent.providers.embeddings.local import get_local_embeddings
 
     def kib(field):
         line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field))

@@ -21,7 +21,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.calculator import calculate
 from workspace_agent.skills.workers import Workers
 

@@ -22,11 +22,11 @@ from tests.support.helpers import user_message
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.graphs.services import Services
+from workspace_agent.samples.scripted_model import text_reply
 from workspace_agent.skills.mcp import MAX_FILE_BYTES, close_mcp
 from workspace_agent.skills.mcp import config as mcp_config
 from workspace_agent.skills.mcp.config import ENV_VAR
-from workspace_agent.skills.toolset import Services
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDER = ROOT / "tests" / "support" / "mcp_servers" / "recorder.py"

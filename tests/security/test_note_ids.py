@@ -21,7 +21,7 @@ from workspace_agent.checkpoints.chatlog import MemoryRecords, NoteKey, Postgres
 from workspace_agent.checkpoints.db import close_pools, connection
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.samples.scripted_model import text_reply
 from workspace_agent.skills.builtin import builtin_tools
 
 #: The id an endpoint that numbers calls per reply gives every first call.

@@ -26,7 +26,7 @@ from psycopg.conninfo import conninfo_to_dict
 from tests.support.helpers import user_message
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.sql import read_settings, sql_tools
 
 ITEMS = [(1, "apple"), (2, "pear"), (3, "plum")]

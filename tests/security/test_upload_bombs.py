@@ -28,7 +28,7 @@ from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.ingest import IngestContext
 from workspace_agent.graphs.ingest import graph as ingest_graph
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.samples.scripted_model import text_reply
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"

@@ -14,7 +14,7 @@ from tests.security.test_upload_bombs import embed, upload
 from tests.support.helpers import decisions_of
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.providers.scripted import text_reply
+from workspace_agent.samples.scripted_model import text_reply
 
 __all__ = ["embed"]  # the fixture, used by name
 

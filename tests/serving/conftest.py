@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.helpers import free_port
-from workspace_agent.providers.scripted import last_user_text, text_reply, tool_reply
+from workspace_agent.samples.scripted_model import last_user_text, text_reply, tool_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE_PYTHON = ROOT / ".venv-serve" / "bin" / "python"

@@ -21,7 +21,7 @@ from langgraph_sdk import get_client
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
 from tests.serving.conftest import serve, serving_env  # noqa: F401 - the Aegra fixtures
 from workspace_agent.checkpoints.chatlog import PostgresRecords
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 KEY_SETTING = ",".join(f"{key}:{user}" for user, key in KEYS.items())
 SECRET = "The launch code word of the Heron project is PELICAN-42."

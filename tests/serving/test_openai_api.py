@@ -21,7 +21,7 @@ from langgraph_sdk import get_client
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
 from tests.serving.conftest import serve, serving_env  # noqa: F401 - the Aegra fixtures
 from workspace_agent.checkpoints.chatlog import PostgresRecords
-from workspace_agent.providers.scripted import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.documents import embedder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "workspace" / "faq.md"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.tools import recorded
-from workspace_agent.providers.scripted import tool_reply
+from workspace_agent.samples.scripted_model import tool_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 

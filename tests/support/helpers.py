@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from workspace_agent.providers.scripted import tool_reply
+from workspace_agent.samples.scripted_model import tool_reply
 
 
 def _ephemeral_low() -> int:

@@ -12,8 +12,8 @@ from typing import Literal
 from langchain_core.tools import StructuredTool, tool
 from pydantic import BaseModel
 
-from workspace_agent.providers.call_grammar import call_grammar
-from workspace_agent.providers.catalog import schema_of
+from workspace_agent.providers.prompted.call_grammar import call_grammar
+from workspace_agent.providers.prompted.catalog import schema_of
 
 
 def rules(grammar: str) -> dict[str, str]:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from workspace_agent.providers.local_embeddings import (
+from workspace_agent.providers.embeddings.local import (
     EMBEDDING_DIMENSIONS,
     LocalEmbeddings,
     default_embedding_files,
     get_local_embeddings,
 )
-from workspace_agent.providers.local_model import ModelIntegrityError
+from workspace_agent.providers.local.local_model import ModelIntegrityError
 
 # Each left sentence belongs with the right one at the same index and with no other.
 RELATED_PAIRS = [

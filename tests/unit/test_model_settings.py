@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from workspace_agent.graphs.context import Context
-from workspace_agent.providers import model_server
-from workspace_agent.providers.endpoint import DEFAULT_TIMEOUT, LOCAL_TIMEOUT, model_settings
-from workspace_agent.providers.local_model import LocalModelServer, default_threads, thread_count
-from workspace_agent.providers.model_file import (
+from workspace_agent.providers.chat.endpoint import DEFAULT_TIMEOUT, LOCAL_TIMEOUT, model_settings
+from workspace_agent.providers.local import model_server
+from workspace_agent.providers.local.local_model import LocalModelServer, default_threads, thread_count
+from workspace_agent.providers.local.model_file import (
     DEFAULT_PIN,
     PINS,
     LocalModelError,
@@ -104,7 +104,7 @@ def test_missing_chunk_wheels_say_which_extra_installs_them():
 def test_an_assembled_model_needs_no_chunk_wheels(tmp_path):
     """The serving venv has no chunk wheels: it serves the file another venv assembled in the data folder."""
     pin = ModelPin("m", "m.gguf", "0" * 64, 16, ("workspace-agent-no-such-chunks",), "1.0", "local-m")
-    with pytest.raises(LocalModelError, match=r"not installed.*-m workspace_agent\.providers\.model_file"):
+    with pytest.raises(LocalModelError, match=r"not installed.*-m workspace_agent\.providers\.local\.model_file"):
         ensure_model_file(tmp_path, pin=pin)
     (tmp_path / "m.gguf").write_bytes(b"x" * 16)
     assert ensure_model_file(tmp_path, pin=pin) == tmp_path / "m.gguf"

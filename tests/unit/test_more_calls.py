@@ -1,4 +1,4 @@
-"""Reading a prompted list's close from the model's token probabilities (``providers.more_calls``).
+"""Reading a prompted list's close from the model's token probabilities (``providers.prompted.more_calls``).
 
 The token lists are shaped as the embedded model's llama.cpp server returns them: a call's last brace and
 the list's close are often one token (``"}}]``), and the alternatives are other merged tokens.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.helpers import token
-from workspace_agent.providers.more_calls import closes, more_probability, reopened
+from workspace_agent.providers.prompted.more_calls import closes, more_probability, reopened
 
 CALL = '{"name": "get_weather", "arguments": {"location": "Boston, MA"}}'
 

@@ -12,9 +12,16 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
-from workspace_agent.providers.catalog import catalog, coerce, describe, fit_tools, placeholders, with_catalog
 from workspace_agent.providers.prompted import digest, parse_tool_calls, withheld_call
+from workspace_agent.providers.prompted.call_parsing import names_a_tool, parse_reply
+from workspace_agent.providers.prompted.catalog import (
+    catalog,
+    coerce,
+    describe,
+    fit_tools,
+    placeholders,
+    with_catalog,
+)
 from workspace_agent.skills.builtin import calculate
 
 NAMES = {"calculate", "current_datetime"}
@@ -75,7 +82,9 @@ def test_a_list_the_model_wrote_gives_both_calls():
 
 
 def test_several_fenced_blocks_are_several_calls():
-    block = '```json\n{\n  "name": "get_current_weather",\n  "arguments": {\n    "location": "%s"\n  }\n}\n```'  # noqa: E501
+    block = (
+        '```json\n{\n  "name": "get_current_weather",\n  "arguments": {\n    "location": "%s"\n  }\n}\n```'  # noqa: E501
+    )
     text = block % "Boston, MA" + "\n" + block % "San Francisco, CA"
     assert calls_of(text) == [
         ("get_current_weather", {"location": "Boston, MA"}),

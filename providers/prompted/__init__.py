@@ -20,9 +20,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from workspace_agent.providers.call_grammar import TEXT_GRAMMAR, call_grammar
-from workspace_agent.providers.call_parsing import names_a_tool, parse_reply
-from workspace_agent.providers.catalog import (
+from ..tokens import count, count_messages, message_text
+from .call_grammar import TEXT_GRAMMAR, call_grammar
+from .call_parsing import names_a_tool, parse_reply
+from .catalog import (
     coerce,
     fit_tools,
     placeholders,
@@ -30,9 +31,8 @@ from workspace_agent.providers.catalog import (
     with_catalog,
     with_reminder,
 )
-from workspace_agent.providers.more_calls import CONTINUE_AT, MAX_REOPENINGS, more_probability, reopened
-from workspace_agent.providers.streaming import ask
-from workspace_agent.providers.tokens import count, count_messages, message_text
+from .more_calls import CONTINUE_AT, MAX_REOPENINGS, more_probability, reopened
+from .streaming import ask
 
 __all__ = ["PromptedTurn", "digest", "names_a_tool", "parse_tool_calls", "prompted_turn", "withheld_call"]
 
@@ -91,7 +91,7 @@ async def prompted_turn(
         grammar: Send a llama.cpp grammar (``call_grammar``) with the request, so the reply is plain text or
             well-formed calls of the offered tools; only for an endpoint that takes one. The tokens'
             probabilities are asked for too, and a list the model closed while giving another call at least
-            ``CONTINUE_AT`` is reopened for it (``providers.more_calls``). A reply whose first characters
+            ``CONTINUE_AT`` is reopened for it (``more_calls``). A reply whose first characters
             show it is text streams to the turn's ``messages`` stream as it is written.
         answer_only: The turn's tool budget is spent: the catalog stays in the prompt (its prefix is what
             the server has cached) but the reply is asked for as text, under a grammar that admits nothing

@@ -24,8 +24,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 
-from workspace_agent.providers.endpoint import ModelSettings, endpoint_url, model_settings
-from workspace_agent.providers.loops import loop_local
+from .endpoint import ModelSettings, endpoint_url, model_settings
+from .loops import loop_local
 
 _FAULTS = (openai.OpenAIError, ValueError, TypeError, KeyError, IndexError, AttributeError)
 
@@ -71,7 +71,7 @@ class EndpointChatOpenAI(ChatOpenAI):
     def _fault(self, exc: BaseException) -> ModelEndpointError:
         settings = model_settings()
         if settings.kind == "local":
-            from workspace_agent.providers.model_server import forget_shared_model
+            from ..local.model_server import forget_shared_model
 
             forget_shared_model()  # a dead server is looked for (and restarted) on the next turn
         return ModelEndpointError(describe_fault(exc, str(self.openai_api_base), settings))
@@ -150,7 +150,7 @@ def _client(url: str, settings: ModelSettings, name: str) -> EndpointChatOpenAI:
 def _local_url(settings: ModelSettings) -> tuple[str, str]:
     """The local model server's URL and the key it takes (started if none is live)."""
     try:
-        from workspace_agent.providers.model_server import shared_model_server
+        from ..local.model_server import shared_model_server
 
         server = shared_model_server()
         return server.base_url, server.chat_openai_kwargs()["api_key"]

@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
-from workspace_agent.providers.tokens import count, message_text
+from ..tokens import count, message_text
 
 INSTRUCTIONS = (
     "You can call the tools below. To call tools, reply with only a JSON list, one object per call:\n"

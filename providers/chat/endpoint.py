@@ -66,7 +66,7 @@ class ModelSettings:
         setting: The environment variable a person changes to point somewhere else.
         native_tool_calling: Whether the model returns tool calls natively (A3 uses the agent only then).
         context_window: Tokens the model accepts; ``None`` means "look up the model family".
-        call_grammar: Whether prompted calls are sent with a llama.cpp grammar (``providers.call_grammar``)
+        call_grammar: Whether prompted calls are sent with a llama.cpp grammar (``prompted.call_grammar``)
             that keeps a reply either plain text or well-formed calls of the offered tools.
 
     """
@@ -109,8 +109,8 @@ def model_settings() -> ModelSettings:
             max_retries=retries,
             call_grammar=_env_bool("CALL_GRAMMAR", False),
         )
-    from workspace_agent.providers.model_file import MODEL_PATH_ENV, pinned_model
-    from workspace_agent.providers.model_server import context_size
+    from ..local.model_file import MODEL_PATH_ENV, pinned_model
+    from ..local.model_server import context_size
 
     custom = os.environ.get(MODEL_PATH_ENV)
     return ModelSettings(
@@ -131,7 +131,7 @@ def endpoint_url(settings: ModelSettings, progress: Callable[[int, int], None] |
     """The URL to send requests to; for the local model, its shared server's, started if none is live."""
     if settings.base_url:
         return settings.base_url
-    from workspace_agent.providers.model_server import shared_model_server
+    from ..local.model_server import shared_model_server
 
     return shared_model_server(progress).base_url
 
@@ -155,7 +155,7 @@ def choose_endpoint(progress: Callable[[int, int], None] | None = None, *, demo:
         settings = model_settings()
         if settings.kind == "endpoint":
             return Endpoint(f"{settings.model} at {settings.base_url}", settings)
-        from workspace_agent.providers.model_file import LocalModelError
+        from ..local.model_file import LocalModelError
 
         try:
             url = endpoint_url(settings, progress)
@@ -168,7 +168,7 @@ def choose_endpoint(progress: Callable[[int, int], None] | None = None, *, demo:
                 f"{settings.context_window} tokens; `workspace-agent model stop` frees it)"
             )
             return Endpoint(label, settings)
-    from workspace_agent.providers.scripted import ScriptedLLM
+    from ...samples.scripted_model import ScriptedLLM
 
     scripted = ScriptedLLM().start()
     os.environ["OPENAI_BASE_URL"] = scripted.base_url

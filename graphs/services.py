@@ -9,17 +9,17 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from workspace_agent.checkpoints.chatlog import Records
-from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.context import Context, document_scope
-from workspace_agent.providers.endpoint import model_settings
-from workspace_agent.providers.models import chat_model
-from workspace_agent.skills.builtin import builtin_tools
-from workspace_agent.skills.mcp import load_mcp
-from workspace_agent.skills.sql import sql_tools
-from workspace_agent.skills.summaries import summary_tools
-from workspace_agent.skills.web import web_tools
-from workspace_agent.skills.web_search import web_search_tools
+from ..checkpoints.chatlog import Records
+from ..checkpoints.chunks import DocumentStore
+from ..providers.chat.endpoint import model_settings
+from ..providers.chat.models import chat_model
+from ..skills.builtin import builtin_tools
+from ..skills.mcp import load_mcp
+from ..skills.sql import sql_tools
+from ..skills.summaries import summary_tools
+from ..skills.web import web_tools
+from ..skills.web_search import web_search_tools
+from .context import Context, document_scope
 
 
 @dataclass

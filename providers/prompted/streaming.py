@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, mess
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, LLMResult
 from langgraph.config import get_config, get_stream_writer
 
-from workspace_agent.providers.tokens import message_text
+from ..tokens import message_text
 
 FENCE = "```json"
 

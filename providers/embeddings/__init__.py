@@ -12,7 +12,7 @@ import os
 
 from langchain_core.embeddings import Embeddings
 
-from workspace_agent.providers.loops import loop_local
+from ..chat.loops import loop_local
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -24,7 +24,7 @@ def embedding_id() -> str:
     model = os.environ.get("EMBEDDING_MODEL")
     if model:
         return f"openai-compatible:{model}"
-    from workspace_agent.providers.local_embeddings import EMBEDDING_MODEL_ID
+    from .local import EMBEDDING_MODEL_ID
 
     return f"local:{EMBEDDING_MODEL_ID}"
 
@@ -49,7 +49,7 @@ def get_embeddings() -> Embeddings:
         api_key = os.environ.get("EMBEDDING_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
         return _remote(model, base_url, api_key)
     try:
-        from workspace_agent.providers.local_embeddings import get_local_embeddings
+        from .local import get_local_embeddings
     except ImportError as exc:
         raise EmbeddingUnavailable(
             "no embedding model: set EMBEDDING_MODEL (OpenAI-compatible) or install the local one: "

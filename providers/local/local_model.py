@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from workspace_agent.providers.model_file import (
+from .model_file import (
     PINS,
     LocalModelError,
     ModelIntegrityError,

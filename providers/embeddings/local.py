@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from workspace_agent.providers.local_model import (
+from ..local.local_model import (
     LocalModelError,
     ModelIntegrityError,
     locate_distribution_file,

@@ -310,7 +310,7 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
 
 
 def main() -> None:
-    """Run the scripted server alone (``python -m workspace_agent.providers.scripted --port N``)."""
+    """Run the scripted server alone (``python -m workspace_agent.samples.scripted_model --port N``)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
