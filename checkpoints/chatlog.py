@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol
 
-from psycopg import AsyncConnection
-
-from .db import connection, ensure_schema
+from .db import DictConnection, connection, ensure_schema
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS chat_log (
@@ -135,7 +133,7 @@ class PostgresRecords:
         self.url = url
 
     @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[AsyncConnection]:
+    async def _conn(self) -> AsyncIterator[DictConnection]:
         await ensure_schema("chat_log", SCHEMA, self.url)
         async with connection(self.url) as conn:
             yield conn
@@ -182,7 +180,8 @@ class PostgresRecords:
                     (exchange.thread_id, exchange.message_id, exchange.answer_id),
                 )
                 row = await cur.fetchone()
-            return int(row["id"])  # type: ignore[index]
+                assert row is not None, "the conflicting row the insert skipped is there"
+            return int(row["id"])
 
     async def is_granted(self, workspace: str, user_id: str, tool: str) -> bool:  # noqa: D102
         async with self._conn() as conn:
@@ -209,16 +208,16 @@ class PostgresRecords:
                 (*note, *(key or ("", None))),
             )
             if row := await cur.fetchone():
-                return int(row["id"])  # type: ignore[index]
+                return int(row["id"])
             assert key is not None, "a note without a key (its call_id NULL) is always inserted"
             # Its key saved a note before (committed, or the insert would have waited): is it this one?
             cur = await conn.execute(
                 "SELECT id, workspace, user_id, text FROM notes WHERE thread_id = %s AND call_id = %s", key
             )
             row = await cur.fetchone()
-        if row is None or (row["workspace"], row["user_id"], row["text"]) != note:  # type: ignore[index]
+        if row is None or (row["workspace"], row["user_id"], row["text"]) != note:
             raise _conflict(key)
-        return int(row["id"])  # type: ignore[index]
+        return int(row["id"])
 
     async def notes(self, workspace: str, user_id: str) -> list[str]:  # noqa: D102
         async with self._conn() as conn:
@@ -226,7 +225,7 @@ class PostgresRecords:
                 "SELECT text FROM notes WHERE workspace = %s AND user_id = %s ORDER BY id",
                 (workspace, user_id),
             )
-            return [row["text"] for row in await cur.fetchall()]  # type: ignore[index]
+            return [row["text"] for row in await cur.fetchall()]
 
 
 @dataclass

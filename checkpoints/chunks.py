@@ -16,9 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from psycopg import AsyncConnection
-
-from .db import connection, ensure_schema, resolve_url
+from .db import DictConnection, connection, ensure_schema, resolve_url
 from .vectors import (
     EF_SEARCH,
     EmbeddingMismatch,
@@ -118,14 +116,14 @@ class DocumentStore:
         self.url = url
 
     @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[AsyncConnection]:
+    async def _conn(self) -> AsyncIterator[DictConnection]:
         url = await resolve_url(self.url)
         await ensure_schema("documents", SCHEMA, url)
         async with connection(url) as conn:
             yield conn
 
     @staticmethod
-    async def _lock(conn: AsyncConnection, workspace: str) -> None:
+    async def _lock(conn: DictConnection, workspace: str) -> None:
         """Serialise a workspace's writes, so removing its last document never races a new one's space."""
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext('documents:' || %s))", (workspace,))
 
@@ -135,12 +133,12 @@ class DocumentStore:
             return await self._space(conn, workspace)
 
     @staticmethod
-    async def _space(conn: AsyncConnection, workspace: str) -> Space | None:
+    async def _space(conn: DictConnection, workspace: str) -> Space | None:
         cur = await conn.execute(
             "SELECT embedding_id, dimension FROM document_spaces WHERE workspace = %s", (workspace,)
         )
         row = await cur.fetchone()
-        return Space(row["embedding_id"], row["dimension"]) if row else None  # type: ignore[index]
+        return Space(row["embedding_id"], row["dimension"]) if row else None
 
     async def check_space(self, workspace: str, embedding_id: str) -> Space | None:
         """The workspace's space, after checking it was made by ``embedding_id``.
@@ -154,7 +152,7 @@ class DocumentStore:
         return space
 
     async def _claim_space(
-        self, conn: AsyncConnection, workspace: str, embedding_id: str, dimension: int
+        self, conn: DictConnection, workspace: str, embedding_id: str, dimension: int
     ) -> Space:
         await conn.execute(
             "INSERT INTO document_spaces (workspace, embedding_id, dimension) VALUES (%s, %s, %s)"
@@ -174,7 +172,7 @@ class DocumentStore:
                 (workspace, source),
             )
             row = await cur.fetchone()
-        return Document(**row) if row else None  # type: ignore[arg-type]
+        return Document(**row) if row else None
 
     async def store_document(
         self,
@@ -215,8 +213,8 @@ class DocumentStore:
                 row = await cur.fetchone()
                 replaced = row is not None
                 values = (title, content, content_hash, tokens, chunk_size, chunk_overlap)
-                if replaced:
-                    document_id = row["id"]  # type: ignore[index]
+                if row is not None:
+                    document_id = row["id"]
                     await conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
                     await conn.execute(
                         "UPDATE documents SET title = %s, content = %s, content_hash = %s, tokens = %s,"
@@ -229,14 +227,18 @@ class DocumentStore:
                         " chunk_size, chunk_overlap) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
                         (workspace, source, *values),
                     )
-                    document_id = (await cur.fetchone())["id"]  # type: ignore[index]
+                    inserted = await cur.fetchone()
+                    assert inserted is not None, "INSERT ... RETURNING returns its row"
+                    document_id = inserted["id"]
                 async with conn.cursor().copy(
                     "COPY chunks (document_id, workspace, ordinal, text, embedding) FROM STDIN"
                 ) as copy:
                     for ordinal, (text, vector) in enumerate(chunks):
                         await copy.write_row((document_id, workspace, ordinal, text, as_vector_text(vector)))
                 cur = await conn.execute(f"SELECT {_COLUMNS} FROM documents d WHERE id = %s", (document_id,))
-                document = Document(**(await cur.fetchone()))  # type: ignore[arg-type]
+                stored = await cur.fetchone()
+                assert stored is not None, "the document was written in this transaction"
+                document = Document(**stored)
         document.content = content
         return document, replaced
 
@@ -246,7 +248,7 @@ class DocumentStore:
             cur = await conn.execute(
                 f"SELECT {_COLUMNS} FROM documents d WHERE workspace = %s ORDER BY d.id", (workspace,)
             )
-            return [Document(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+            return [Document(**row) for row in await cur.fetchall()]
 
     async def openings(self, workspace: str, chars: int) -> dict[int, str]:
         """The first ``chars`` characters of each document of a workspace, by id: enough to describe it."""
@@ -265,7 +267,7 @@ class DocumentStore:
                 " ORDER BY d.id",
                 (workspace,),
             )
-            return [Document(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+            return [Document(**row) for row in await cur.fetchall()]
 
     async def documents_with_content(self, workspace: str, ids: Iterable[int]) -> list[Document]:
         """Documents of a workspace by id with their full text, in the order they were added."""
@@ -275,7 +277,7 @@ class DocumentStore:
                 " ORDER BY d.id",
                 (workspace, list(ids)),
             )
-            return [Document(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+            return [Document(**row) for row in await cur.fetchall()]
 
     async def remove_documents(self, workspace: str, ids: Iterable[int]) -> int:
         """Delete documents (and their chunks); the workspace forgets its embedding model when emptied."""
@@ -338,5 +340,5 @@ class DocumentStore:
                     prepare=False,
                 )
                 rows = await cur.fetchall()
-        hits = [ChunkHit(**row) for row in rows]  # type: ignore[arg-type]
+        hits = [ChunkHit(**row) for row in rows]
         return sorted(hits, key=lambda h: h.distance)  # relaxed order: the scan may return near-ties swapped

@@ -11,36 +11,36 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 from psycopg import AsyncConnection
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from .embedded import database_url, embedded_started
 from .liveness import check_async
 
-_pools: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[str, asyncio.Future[AsyncConnectionPool]]
-] = weakref.WeakKeyDictionary()
+#: A connection of the project's pools: autocommit, its rows dicts by column name.
+DictConnection: TypeAlias = AsyncConnection[DictRow]
+DictPool: TypeAlias = AsyncConnectionPool[DictConnection]
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[DictPool]]] = (
+    weakref.WeakKeyDictionary()
+)
 _ready: set[tuple[str, str]] = set()
 T = TypeVar("T")
 
 
-async def _configure(conn: AsyncConnection) -> None:
-    conn.row_factory = dict_row  # type: ignore[assignment]
-
-
-async def _open(url: str) -> AsyncConnectionPool:
+async def _open(url: str) -> DictPool:
     # ``check`` hands out only live connections: after the database restarts, the next query reconnects
     # instead of failing with "the connection is closed" (a round trip only for one that may be dead).
     new = AsyncConnectionPool(
         url,
+        connection_class=DictConnection,
         min_size=1,
         max_size=8,
         open=False,
-        configure=_configure,
-        kwargs={"autocommit": True},
+        kwargs={"autocommit": True, "row_factory": dict_row},
         check=check_async,
     )
     await new.open(wait=True, timeout=30)
@@ -78,7 +78,7 @@ def run(work: Awaitable[T]) -> T:
     return asyncio.run(closing())
 
 
-async def pool(url: str | None = None) -> AsyncConnectionPool:
+async def pool(url: str | None = None) -> DictPool:
     """The pool of this event loop for ``url`` (default: the project database).
 
     Concurrent first callers (parallel nodes) share one opening task, so no pool is opened twice and lost.
@@ -97,7 +97,7 @@ async def pool(url: str | None = None) -> AsyncConnectionPool:
 
 
 @asynccontextmanager
-async def connection(url: str | None = None) -> AsyncIterator[AsyncConnection]:
+async def connection(url: str | None = None) -> AsyncIterator[DictConnection]:
     """A pooled autocommit connection returning rows as dicts."""
     async with (await pool(url)).connection() as conn:
         yield conn

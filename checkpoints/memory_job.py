@@ -100,7 +100,7 @@ class MemoryJob(MemoryTables):
                 " GROUP BY c.user_id, c.workspace ORDER BY min(c.created_at)",
                 params,
             )
-            return [ChatGroup(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+            return [ChatGroup(**row) for row in await cur.fetchall()]
 
     async def admit(self, user_id: str, workspace: str, upto_id: int) -> int:
         """Record that a group's chats up to ``upto_id`` passed the gates; returns how many were recorded.
@@ -141,7 +141,7 @@ class MemoryJob(MemoryTables):
         sql += " ORDER BY created_at, id LIMIT %s"
         async with self._conn() as conn:
             cur = await conn.execute(sql, [*params, limit])
-            return [Chat(**row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+            return [Chat(**row) for row in await cur.fetchall()]
 
     async def known(self, user_id: str, workspace: str) -> list[Memory]:
         """The user's global memories and those of this workspace, oldest first."""
@@ -151,7 +151,7 @@ class MemoryJob(MemoryTables):
                 " AND (workspace IS NULL OR workspace = %s) ORDER BY id",
                 (user_id, workspace),
             )
-            return [memory_from_row(row) for row in await cur.fetchall()]  # type: ignore[arg-type]
+            return [memory_from_row(row) for row in await cur.fetchall()]
 
     async def apply(
         self, user_id: str, workspace: str, changes: Sequence[Change], chat_ids: Sequence[int]
@@ -184,7 +184,7 @@ class MemoryJob(MemoryTables):
                 " WHERE user_id = %s AND (workspace IS NULL OR workspace = %s)",
                 (user_id, workspace),
             )
-            existing = {m.id: m for m in map(memory_from_row, await cur.fetchall())}  # type: ignore[arg-type]
+            existing = {m.id: m for m in map(memory_from_row, await cur.fetchall())}
             seen = {normalise(m.content) for m in existing.values()}
             count = {
                 "global": sum(m.scope == "global" for m in existing.values()),

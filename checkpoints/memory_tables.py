@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from psycopg import AsyncConnection, errors
+from psycopg import errors
 
 from . import chatlog
-from .db import connection, ensure_schema
+from .db import DictConnection, connection, ensure_schema
 
 GLOBAL_LIMIT = 5
 """Global memories a user may have: facts true in every workspace (AnythingLLM: 5)."""
@@ -100,7 +100,7 @@ class MemoryTables:
         self.url = url
 
     @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[AsyncConnection]:
+    async def _conn(self) -> AsyncIterator[DictConnection]:
         await ensure_schema("chat_log", chatlog.SCHEMA, self.url)
         try:
             await ensure_schema("memories", SCHEMA, self.url)

@@ -21,11 +21,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
-from psycopg import AsyncCursor, Cursor
+from psycopg import AsyncConnection, AsyncCursor, Connection, Cursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
@@ -83,7 +84,7 @@ _COPY_THREAD = (
     SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, task_path
     FROM checkpoint_writes WHERE thread_id = %(source)s ON CONFLICT DO NOTHING""",
 )
-_POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+_POOL_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
 
 
 class ProjectPostgresSaver(OneStatementWrites):
@@ -163,11 +164,19 @@ class ProjectSyncPostgresSaver(PostgresSaver):
 @asynccontextmanager
 async def postgres_saver(url: str | None = None) -> AsyncIterator[ProjectPostgresSaver]:
     """An async PostgreSQL saver on a checked connection pool, its tables set up (``setup`` is idempotent)."""
-    url = url or await asyncio.to_thread(database_url)  # may start the embedded server: not on the event loop
-    pool_args = {"min_size": 1, "max_size": POOL_SIZE, "kwargs": _POOL_KWARGS, "open": False}
-    async with AsyncConnectionPool(url, check=check_async, **pool_args) as pool:
+    if not url:
+        url = await asyncio.to_thread(database_url)  # may start the embedded server: not on the event loop
+    async with AsyncConnectionPool(
+        url,
+        connection_class=AsyncConnection[DictRow],
+        check=check_async,
+        min_size=1,
+        max_size=POOL_SIZE,
+        kwargs=_POOL_KWARGS,
+        open=False,
+    ) as pool:
         await pool.wait(timeout=30)
-        saver = ProjectPostgresSaver(pool)  # type: ignore[arg-type]
+        saver = ProjectPostgresSaver(pool)
         await saver.setup()
         yield saver
 
@@ -175,10 +184,17 @@ async def postgres_saver(url: str | None = None) -> AsyncIterator[ProjectPostgre
 @contextmanager
 def sync_postgres_saver(url: str | None = None) -> Iterator[ProjectSyncPostgresSaver]:
     """The sync PostgreSQL saver (``graph.invoke`` / ``stream``), on a checked pool, tables set up."""
-    pool_args = {"min_size": 1, "max_size": POOL_SIZE, "kwargs": _POOL_KWARGS, "open": False}
-    with ConnectionPool(url or database_url(), check=check_sync, **pool_args) as pool:
+    with ConnectionPool(
+        url or database_url(),
+        connection_class=Connection[DictRow],
+        check=check_sync,
+        min_size=1,
+        max_size=POOL_SIZE,
+        kwargs=_POOL_KWARGS,
+        open=False,
+    ) as pool:
         pool.wait(timeout=30)
-        saver = ProjectSyncPostgresSaver(pool)  # type: ignore[arg-type]
+        saver = ProjectSyncPostgresSaver(pool)
         saver.setup()
         yield saver
 

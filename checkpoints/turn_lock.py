@@ -50,12 +50,14 @@ class _Locks:
         self.guard = threading.Lock()
         self.conn: psycopg.Connection | None = None
 
-    def _execute(self, sql: str, thread_id: str) -> bool:
+    def _execute(self, conninfo: str, sql: str, thread_id: str) -> bool:
         for attempt in (1, 2):  # a connection lost with a database restart is opened again once
             try:
                 if self.conn is None or self.conn.closed:
-                    self.conn = psycopg.connect(self.conninfo, autocommit=True)
-                return bool(self.conn.execute(sql, (thread_id,)).fetchone()[0])
+                    self.conn = psycopg.connect(conninfo, autocommit=True)
+                row = self.conn.execute(sql, (thread_id,)).fetchone()
+                assert row is not None, "a SELECT without FROM returns one row"
+                return bool(row[0])
             except psycopg.OperationalError:
                 self.conn = None
                 if attempt == 2:
@@ -66,7 +68,7 @@ class _Locks:
         with self.guard:
             if thread_id in self.running:
                 raise ThreadBusy(thread_id)
-            if self.conninfo is not None and not self._execute(LOCK_SQL, thread_id):
+            if self.conninfo is not None and not self._execute(self.conninfo, LOCK_SQL, thread_id):
                 raise ThreadBusy(thread_id)
             self.running.add(thread_id)
 
@@ -75,7 +77,7 @@ class _Locks:
             self.running.discard(thread_id)
             if self.conninfo is not None and self.conn is not None and not self.conn.closed:
                 try:
-                    self._execute(UNLOCK_SQL, thread_id)
+                    self._execute(self.conninfo, UNLOCK_SQL, thread_id)
                 except psycopg.Error:
                     self.conn = None  # a closed session has released its locks already
 

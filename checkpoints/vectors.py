@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgvector import Vector
-from psycopg import AsyncConnection, sql
+from psycopg import sql
+
+from .db import DictConnection
 
 #: HNSW graph: pgvector's default ``m``, twice its default ``ef_construction`` (64); candidates kept per scan
 #: (``hnsw.ef_search``, default 40). Measured by ``bench/retrieval.py`` (100k chunks, 384-d): recall@4
@@ -97,7 +99,7 @@ def require_space(workspace: str, space: Space, embedding_id: str, dimension: in
     )
 
 
-async def ensure_hnsw_index(conn: AsyncConnection, url: str, dimension: int) -> None:
+async def ensure_hnsw_index(conn: DictConnection, url: str, dimension: int) -> None:
     """Create the HNSW index of a dimension once; checked first, since CREATE INDEX blocks writers."""
     if (url, dimension) in _indexed:
         return
@@ -105,7 +107,8 @@ async def ensure_hnsw_index(conn: AsyncConnection, url: str, dimension: int) -> 
         raise ValueError(f"pgvector cannot index {dimension}-dimensional vectors (at most 4000)")
     cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL AS present", (f"chunks_hnsw_{dimension}",))
     row = await cur.fetchone()
-    if not row["present"]:  # type: ignore[index]
+    assert row is not None, "SELECT without FROM returns one row"
+    if not row["present"]:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext('chunks_hnsw'))")
             await conn.execute(hnsw_index_ddl(dimension))

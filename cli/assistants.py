@@ -17,11 +17,12 @@ import hashlib
 import json
 import os
 import uuid
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.schema import Assistant
 from rich.console import Console
 
 GRAPHS = ("agent", "ingest", "memory")
@@ -62,7 +63,7 @@ def validated_context(graph_id: str, values: dict[str, Any]) -> dict[str, Any]:
 
         _construct(MemoryContext, values)
     elif graph_id == "ingest":
-        from ..nodes.ingest.state import IngestContext
+        from ..graphs.context import IngestContext
 
         _construct(IngestContext, values)
     else:
@@ -77,12 +78,21 @@ def _construct(cls: type, values: dict[str, Any]) -> None:
         raise ValueError(f"{cls.__name__}: {exc}") from None
 
 
-def context_of(assistant: dict[str, Any]) -> dict[str, Any]:
+def context_of(assistant: Assistant) -> dict[str, Any]:
     """An assistant's context (older servers keep it in ``config.configurable`` only)."""
-    return assistant.get("context") or (assistant.get("config") or {}).get("configurable") or {}
+    # The SDK types ``context`` as anything a run accepts; an assistant read back from a server is JSON.
+    context = cast(dict[str, Any] | None, assistant.get("context"))
+    return context or (assistant.get("config") or {}).get("configurable") or {}
 
 
-async def find(client: LangGraphClient, graph_id: str, workspace: str) -> dict[str, Any] | None:
+def workspace_of(assistant: Assistant) -> str:
+    """The workspace of an assistant this command made (found by its metadata, so it has some)."""
+    metadata = assistant["metadata"]
+    assert metadata is not None, "found by its metadata"
+    return metadata["workspace"]
+
+
+async def find(client: LangGraphClient, graph_id: str, workspace: str) -> Assistant | None:
     """The workspace's assistant for ``graph_id``, oldest first if copies were ever made by hand."""
     found = await client.assistants.search(
         graph_id=graph_id, metadata={"workspace": workspace, "managed_by": MANAGED}, limit=100
@@ -93,7 +103,7 @@ async def find(client: LangGraphClient, graph_id: str, workspace: str) -> dict[s
 
 async def ensure(
     client: LangGraphClient, graph_id: str, workspace: str, context: dict[str, Any]
-) -> tuple[dict[str, Any], Outcome]:
+) -> tuple[Assistant, Outcome]:
     """Make the workspace's assistant exist with ``context``; safe to repeat and to race.
 
     Returns:
@@ -135,7 +145,7 @@ async def ensure(
     raise AssertionError("unreachable")
 
 
-async def _reread(client: LangGraphClient, assistant: str) -> dict[str, Any]:
+async def _reread(client: LangGraphClient, assistant: str) -> Assistant:
     """The assistant as stored now; after a 500, Aegra may close the pooled connection a retry would use."""
     for attempt in range(3):
         await asyncio.sleep(0.2 * (attempt + 1))
@@ -147,15 +157,15 @@ async def _reread(client: LangGraphClient, assistant: str) -> dict[str, Any]:
     raise AssertionError("unreachable")
 
 
-async def listing(client: LangGraphClient, workspace: str | None) -> list[dict[str, Any]]:
+async def listing(client: LangGraphClient, workspace: str | None) -> list[Assistant]:
     """The assistants this command made, of one workspace or of all."""
     metadata = {"managed_by": MANAGED} | ({"workspace": workspace} if workspace else {})
-    found: list[dict[str, Any]] = []
+    found: list[Assistant] = []
     while True:
         page = await client.assistants.search(metadata=metadata, limit=100, offset=len(found))
         found += page
         if len(page) < 100:
-            return sorted(found, key=lambda a: (a["metadata"]["workspace"], a["graph_id"]))
+            return sorted(found, key=lambda a: (workspace_of(a), a["graph_id"]))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -176,9 +186,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """The workspace settings given on the command line: ``--mode`` and ``--set FIELD=VALUE``."""
-    from ..graphs.context import Context, parse_assignments
+    from ..graphs.context import Context, IngestContext, parse_assignments
     from ..graphs.memory import MemoryContext
-    from ..nodes.ingest.state import IngestContext
 
     schema = {"agent": Context, "memory": MemoryContext, "ingest": IngestContext}[args.graph]
     return ({"chat_mode": args.mode} if args.mode else {}) | parse_assignments(args.set, schema)
@@ -199,7 +208,7 @@ def command(args: argparse.Namespace, console: Console | None = None) -> int:
             )
             return 0
         for a in await listing(client, None if args.all else args.workspace):  # one line each, for scripts
-            fields = [a["metadata"]["workspace"], a["graph_id"], a["assistant_id"], json.dumps(context_of(a))]
+            fields = [workspace_of(a), a["graph_id"], a["assistant_id"], json.dumps(context_of(a))]
             console.print("\t".join(fields), highlight=False, markup=False, soft_wrap=True)
         return 0
 

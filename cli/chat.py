@@ -1,7 +1,8 @@
 """The CLI's conversation: a turn streamed to the terminal, approval cards as questions, ``chat`` and ``ask``.
 
 ``main`` parses the command line and builds the context; this module runs turns of the agent graph with
-it, on the PostgreSQL saver, and turns the graph's approval interrupt into a question at the terminal.
+it, on the PostgreSQL saver and the model the session chose (``cli.endpoint``), and turns the graph's
+approval interrupt into a question at the terminal.
 While a turn shows nothing yet, a status line on stderr says what it is doing (``cli.activity``).
 """
 
@@ -17,30 +18,15 @@ from typing import Any
 from langgraph.types import Command
 from rich.console import Console
 from rich.panel import Panel
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 from rich.prompt import Prompt
 from rich.table import Table
 
 from ..graphs.context import Context
-from ..providers.chat.endpoint import Endpoint, choose_endpoint
 from .activity import Activity, StatusLine, is_progress
+from .endpoint import Endpoint
 
 console = Console()
 err = Console(stderr=True)
-
-
-def prepare_endpoint(demo: bool) -> Endpoint:
-    """Settle the model before the first turn: the local model is started here, with a progress bar."""
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=err, transient=True
-    ) as bar:
-        task = bar.add_task("preparing the local model", total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, description="assembling the local model (once)")
-
-        with err.status("starting the model…"):
-            return choose_endpoint(progress, demo=demo)
 
 
 def _ask_person(request: dict[str, Any]) -> dict[str, Any]:
@@ -247,7 +233,10 @@ async def chat(graph: Any, config: dict, context: Context, endpoint: Endpoint) -
 
 
 async def session(args: argparse.Namespace, endpoint: Endpoint, context: Context) -> int:
-    """``chat`` or ``ask`` on the PostgreSQL saver (pool-backed: a database restart costs one retry)."""
+    """``chat`` or ``ask`` on the PostgreSQL saver (pool-backed: a database restart costs one retry).
+
+    The graph is built for the session's model (``endpoint.settings``), as the context was.
+    """
     from ..checkpoints.savers import postgres_saver
     from ..graphs.agent import build_graph
 
@@ -255,7 +244,7 @@ async def session(args: argparse.Namespace, endpoint: Endpoint, context: Context
     async with AsyncExitStack() as stack:
         with err.status("starting the database…"):
             saver = await stack.enter_async_context(postgres_saver())
-        graph = build_graph(checkpointer=saver)
+        graph = build_graph(checkpointer=saver, settings=endpoint.settings)
         if args.command == "ask":
             return await ask(graph, config, context, args.question, yes=args.yes, as_json=args.json)
         return await chat(graph, config, context, endpoint)

@@ -8,9 +8,9 @@ with the sample documents of ``samples/workspace``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ..checkpoints.chunks import Document, EmbeddingMismatch
 from ..checkpoints.db import run
-from ..graphs.context import LOCAL_USER, document_scope
+from ..graphs.context import LOCAL_USER, IngestContext, document_scope
 from ..providers.embeddings import EmbeddingUnavailable
 from ..skills.documents import (
     DEFAULT_CHUNK_OVERLAP,
@@ -55,7 +55,7 @@ async def ingest_paths(
         EmbeddingMismatch: The workspace's vectors came from another embedding model.
         EmbeddingUnavailable: No embedding model is configured.
     """
-    from ..graphs.ingest import IngestContext, build_graph
+    from ..graphs.ingest import build_graph
 
     # The person typing the paths is the local user acting on their own files, so the paths they name are
     # roots of this run; a symlink inside a typed folder still cannot lead out of it.
@@ -67,9 +67,10 @@ async def ingest_paths(
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("finding documents", total=None)
-        async for mode, data in graph.astream(
+        stream = graph.astream(
             {"paths": list(paths)}, context=context, stream_mode=["updates", "custom", "values"]
-        ):
+        )
+        async for mode, data in cast("AsyncIterator[tuple[str, Any]]", stream):  # a list of modes: pairs
             if mode == "values":
                 values = data
             elif mode == "custom":

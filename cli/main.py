@@ -2,7 +2,8 @@
 
 This module is the command line itself — arguments, the workspace context they make, and which command
 runs; the conversation is ``chat``, documents ``documents``, memories ``memories``. The model, local or
-hosted, is the same one every other entry point uses (``providers.chat.endpoint``).
+hosted, is chosen once per session (``endpoint``) from the settings every other entry point reads
+(``providers.chat.endpoint``); ``--demo`` chooses the scripted demo server instead.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import sys
 from typing import Any
 
 from ..checkpoints.db import run
-from ..graphs.context import Context, document_scope, parse_assignments
+from ..graphs.context import Context, context_for, document_scope, parse_assignments
+from ..providers.chat.endpoint import ModelSettings
 from . import assistants
-from .chat import console, err, prepare_endpoint, session
+from .chat import console, err, session
+from .endpoint import prepare_endpoint
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,13 +109,19 @@ def _memory(args: argparse.Namespace) -> int:
     return memories.delete_command(console, args.memory_id)
 
 
-def _context(args: argparse.Namespace) -> Context:
-    """The workspace context of the flags; model facts (tool calling, window) default to the provider's."""
+def _context(args: argparse.Namespace, settings: ModelSettings | None = None) -> Context:
+    """The workspace context of the flags; model facts (tool calling, window) default to the model's.
+
+    Args:
+        args: The parsed command line.
+        settings: The session's model (``Endpoint.settings``); the environment's when not chosen yet.
+    """
     values: dict[str, Any] = {"workspace": args.workspace, "user_id": args.user}
     if args.mode:
         values["chat_mode"] = args.mode
     values.update(parse_assignments(args.set))  # types are Context's to check, naming the field
-    return Context.from_mapping(values)
+    schema = Context if settings is None else context_for(settings, Context)
+    return schema.from_mapping(values)
 
 
 def _db(action: str) -> int:
@@ -160,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "assistant":
             return assistants.command(args, console)
         _context(args)  # a bad flag is reported before a model is started for nothing
-        endpoint = prepare_endpoint(args.demo)  # may set the demo's endpoint, whose facts the context takes
-        return run(session(args, endpoint, _context(args)))
+        endpoint = prepare_endpoint(args.demo, err)
+        return run(session(args, endpoint, _context(args, endpoint.settings)))
     except (ValueError, OSError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return 1

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import time
 from datetime import datetime
 from typing import Any
@@ -18,30 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..checkpoints.db import run
-
-DEFAULT_INTERVAL = "3h"
-_UNITS = {
-    **dict.fromkeys(["", "s", "sec", "secs", "second", "seconds"], 1),
-    **dict.fromkeys(["m", "min", "mins", "minute", "minutes"], 60),
-    **dict.fromkeys(["h", "hr", "hrs", "hour", "hours"], 3600),
-    **dict.fromkeys(["d", "day", "days"], 86400),
-}
-
-
-def parse_interval(text: str) -> float:
-    """Seconds in an interval such as ``"3h"``, ``"3hr"``, ``"30m"``, ``"1h30m"``, ``"90s"`` or ``"90"``.
-
-    Raises:
-        ValueError: Not an interval, or not a positive one.
-    """
-    spec = re.sub(r"\s+", "", text.lower())
-    parts = re.findall(r"(\d+(?:\.\d+)?)([a-z]*)", spec)
-    if not re.fullmatch(r"(\d+(\.\d+)?[a-z]*)+", spec) or any(unit not in _UNITS for _, unit in parts):
-        raise ValueError(f"not an interval: {text!r} (use e.g. 3h, 30m, 1h30m, or seconds)")
-    seconds = sum(float(number) * _UNITS[unit] for number, unit in parts)
-    if seconds <= 0:
-        raise ValueError(f"the interval must be positive, got {text!r}")
-    return seconds
+from ..graphs.context import MemoryContext
+from ..graphs.schedule import DEFAULT_INTERVAL, parse_interval
 
 
 def _prepare_endpoint(console: Console) -> None:
@@ -61,7 +38,7 @@ def _prepare_endpoint(console: Console) -> None:
         console.print(f"[yellow]no model endpoint and no local model ({exc})[/]")
 
 
-async def run_once(context: Any, database_url: str | None = None) -> dict[str, Any]:
+async def run_once(context: MemoryContext, database_url: str | None = None) -> dict[str, Any]:
     """One run of the memory graph; returns its output (``report`` and ``decisions``)."""
     from ..checkpoints.memories import PostgresMemories
     from ..graphs.memory import build_graph
@@ -105,9 +82,7 @@ def _summary(report: list[dict[str, Any]]) -> tuple[str, bool]:
     return text, bool(failed)
 
 
-def _context(**options: Any) -> Any:
-    from ..graphs.memory import MemoryContext
-
+def _context(**options: Any) -> MemoryContext:
     return MemoryContext(**{k: v for k, v in options.items() if v is not None})
 
 

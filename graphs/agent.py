@@ -30,7 +30,8 @@ from ..nodes.route import route
 from ..nodes.tools import execute_tool, route_tool_calls
 from ..nodes.trim import route_after_trim, trim
 from ..nodes.uploads import AFTER_ROUTE, ingest_uploads, route_uploads
-from .context import Context
+from ..providers.chat.endpoint import ModelSettings, model_settings
+from .context import Context, context_for
 from .forks import forking
 from .runnables import node, router
 from .services import Services
@@ -45,6 +46,7 @@ def build_graph(
     records: Records | None = None,
     model: BaseChatModel | None = None,
     documents: DocumentStore | None = None,
+    settings: ModelSettings | None = None,
 ) -> CompiledStateGraph:
     """Compile the agent graph.
 
@@ -56,16 +58,26 @@ def build_graph(
         records: Chat log, approvals and notes; the project's PostgreSQL unless given (tests pass
             ``MemoryRecords`` to measure orchestration without I/O).
         model: A LangChain chat model to use instead of ``context.model`` at the OpenAI-compatible endpoint.
-        documents: The workspaces' documents; the project's PostgreSQL unless given.
+        documents: The workspaces' documents; the project's PostgreSQL unless given. Every part of a turn
+            that reads or writes documents uses this store: retrieval, dropped files and the document tools.
+        settings: The chat model's settings (where it is, what it can do); the environment's, resolved
+            now, unless given. The graph keeps them: a change of the environment takes a new graph.
     """
+    if settings is None:
+        settings = model_settings()
     services = Services(
         records=records or PostgresRecords(),
         extra_tools=list(tools or []),
         model=model,
         documents=documents or DocumentStore(),
+        settings=settings,
     )
+    # a run's context is made with the settings' model defaults; the schema clients see is Context's
     builder = StateGraph(
-        AgentState, context_schema=Context, input_schema=InputState, output_schema=OutputState
+        AgentState,
+        context_schema=context_for(settings, Context),
+        input_schema=InputState,
+        output_schema=OutputState,
     )
     builder.add_node("route", node(partial(route, services=services)))
     builder.add_node("ingest_uploads", node(partial(ingest_uploads, services=services)))

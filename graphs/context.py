@@ -4,25 +4,29 @@ The fields and defaults follow AnythingLLM's workspace settings, so a workspace 
 same. Every field carries a description because LangGraph Studio's assistant panel and the
 ``/assistants/{id}/schemas`` endpoint show them: clients that send no context per run (Agent Chat UI) get a
 workspace's settings from an assistant created with this context.
+
+The model's fields (``model``, ``native_tool_calling``, ``context_window``) default to what the deployment's
+model is and can do. A graph is built for one ``ModelSettings`` and makes its runs' contexts with
+``context_for(settings)``, which fills them from those; a context made outside a graph (a program's, a
+test's) reads the environment's settings once, when it is made.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from functools import cache
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
-from ..providers.chat.endpoint import model_settings
+from ..providers.chat.endpoint import ModelSettings, model_settings
+from ..skills.documents import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from .prompts import DEFAULT_SYSTEM_PROMPT
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful assistant for the workspace {workspace}. Today is {date}. "
-    "Answer from the context and tools you are given when they are relevant; say so when you do not know."
-)
 QUERY_REFUSAL = "There is no relevant information in this workspace to answer your query."
 #: The user of a local install: authentication off, no ``--user``. Their workspaces keep their bare names.
 LOCAL_USER = "default"
@@ -79,6 +83,22 @@ KNOWN_WINDOWS = {
 
 def _meta(description: str) -> dict[str, str]:
     return {"description": description}
+
+
+class _Deployment:
+    """The value of a model field nobody set, until the context fills it from its model settings."""
+
+    def __repr__(self) -> str:
+        return "<the deployment's>"
+
+
+#: What a model field holds between the dataclass's ``__init__`` and ``__post_init__`` when it was not set.
+#: A factory default, so the schema clients see shows no default (it depends on the deployment).
+DEPLOYMENT: Any = _Deployment()
+
+
+def _deployments() -> Any:
+    return DEPLOYMENT
 
 
 class ContextError(ValueError):
@@ -140,6 +160,10 @@ def check_type(name: str, hint: Any, value: Any) -> None:
 class Context:
     """Settings of one workspace, read by every node of a turn."""
 
+    #: The model settings the model fields' defaults and the window's cap come from: those of the graph that
+    #: made the context (``context_for``); ``None`` on ``Context`` itself, which reads the environment's.
+    deployment: ClassVar[ModelSettings | None] = None
+
     workspace: str = field(
         default="default",
         metadata=_meta("Workspace slug: documents, chat log and memories are scoped by it."),
@@ -155,11 +179,11 @@ class Context:
         ),
     )
     model: str = field(
-        default_factory=lambda: model_settings().model,
+        default_factory=_deployments,
         metadata=_meta("Model name at the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY)."),
     )
     native_tool_calling: bool = field(
-        default_factory=lambda: model_settings().native_tool_calling,
+        default_factory=_deployments,
         metadata=_meta(
             "Whether the model calls tools natively; automatic mode uses the agent only then. "
             "Default: what the deployment's model can do (false for the embedded local model)."
@@ -178,7 +202,7 @@ class Context:
         default=0.25, metadata=_meta("Chunks with a cosine similarity below this are dropped (0..1).")
     )
     context_window: int | None = field(
-        default_factory=lambda: model_settings().context_window,
+        default_factory=_deployments,
         metadata=_meta(
             "Tokens the model accepts; empty = known per model, else 8192. Never more than the deployment's "
             "model accepts (4096 for the embedded local model)."
@@ -248,7 +272,16 @@ class Context:
     )
 
     def __post_init__(self) -> None:
-        hints = _hints(type(self))
+        settings = self.deployment if self.deployment is not None else model_settings()
+        if self.model is DEPLOYMENT:
+            self.model = settings.model
+        if self.native_tool_calling is DEPLOYMENT:
+            self.native_tool_calling = settings.native_tool_calling
+        if self.context_window is DEPLOYMENT:
+            self.context_window = settings.context_window
+        #: The deployment model's window, which no setting can exceed (``window``).
+        self._model_window: int | None = settings.context_window
+        hints = _hints(cast(type, type(self)))  # a dataclass with eq is unhashable, its class is not
         for f in fields(self):
             check_type(f.name, hints[f.name], getattr(self, f.name))
         for name, (low, high) in RANGES.items():
@@ -278,7 +311,7 @@ class Context:
     @property
     def window(self) -> int:
         """Tokens the model accepts: the setting or the model family's, never above the provider's fact."""
-        known = model_settings().context_window
+        known = self._model_window
         if self.context_window:
             return min(self.context_window, known) if known else self.context_window
         if known:
@@ -305,6 +338,21 @@ def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls)
 
 
+ContextT = TypeVar("ContextT", bound="Context | MemoryContext")
+
+
+@cache
+def context_for(settings: ModelSettings, schema: type[ContextT]) -> type[ContextT]:
+    """``schema`` with its model defaults taken from ``settings``: the context schema of a graph for them.
+
+    LangGraph makes each run's context from the client's dict with the graph's context schema, so a subclass
+    that names the settings is how a graph's settings reach its contexts. It keeps the schema's name, fields
+    and descriptions: clients see the same schema, and a ``Context`` a program passes is used as it is.
+    """
+    namespace = {"deployment": settings, "__module__": schema.__module__, "__qualname__": schema.__qualname__}
+    return cast(type[ContextT], type(schema.__name__, (schema,), {**namespace, "__doc__": schema.__doc__}))
+
+
 def parse_assignments(items: Iterable[str], schema: type = Context) -> dict[str, Any]:
     """Read the command line's ``name=value`` settings: JSON values, plain text for text fields.
 
@@ -326,3 +374,111 @@ def parse_assignments(items: Iterable[str], schema: type = Context) -> dict[str,
             value = raw  # a workspace named 2024 is the text "2024"
         values[name] = value
     return values
+
+
+# The memory and ingest graphs' settings: the same checks as ``Context``, each error naming its field.
+
+
+def check_fields(settings: Any) -> None:
+    """Check every field of a settings dataclass against its declared type (``check_type``).
+
+    Raises:
+        ContextError: A field of the wrong type; the message names it.
+    """
+    hints = get_type_hints(type(settings))
+    for f in fields(settings):
+        check_type(f.name, hints[f.name], getattr(settings, f.name))
+
+
+def check_at_least(name: str, value: float, low: float) -> None:
+    """Refuse a number below ``low``, naming the field.
+
+    Raises:
+        ContextError: ``value`` is below ``low``.
+    """
+    if value < low:
+        raise ContextError(f"context field {name!r} must be at least {low}, got {value}")
+
+
+@dataclass(kw_only=True)
+class MemoryContext:
+    """Settings of one memory-extraction run (Studio shows these descriptions in the assistant panel)."""
+
+    #: The model settings ``model`` defaults to when ``MEMORY_MODEL`` is unset, as on ``Context``.
+    deployment: ClassVar[ModelSettings | None] = None
+
+    workspace: str | None = field(
+        default=None, metadata=_meta("Only this workspace's chats; empty = every workspace.")
+    )
+    user_id: str | None = field(default=None, metadata=_meta("Only this user's chats; empty = every user."))
+    min_chats: int = field(
+        default=5, metadata=_meta("Unprocessed chats a user needs in a workspace before they are read.")
+    )
+    idle_minutes: float = field(
+        default=20.0,
+        metadata=_meta(
+            "Minutes since the group's newest chat before it is read (still active otherwise); 0 = off."
+        ),
+    )
+    batch_size: int = field(
+        default=20, metadata=_meta("Chats per observer call; a group is read in batches.")
+    )
+    max_chars: int = field(default=1500, metadata=_meta("Characters kept of each prompt and each answer."))
+    model: str = field(
+        default_factory=_deployments,
+        metadata=_meta(
+            "Model at the OpenAI-compatible endpoint (OPENAI_BASE_URL); default MEMORY_MODEL, else the "
+            "deployment's chat model (the embedded local model when no endpoint is set)."
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        if self.model is DEPLOYMENT:
+            chosen = os.environ.get("MEMORY_MODEL")
+            self.model = chosen or (self.deployment or model_settings()).model
+        check_fields(self)
+        check_at_least("min_chats", self.min_chats, 1)
+        check_at_least("idle_minutes", self.idle_minutes, 0)
+        check_at_least("batch_size", self.batch_size, 1)
+        check_at_least("max_chars", self.max_chars, 100)
+
+
+@dataclass(kw_only=True)
+class IngestContext:
+    """Where documents go and how they are cut: the per-run context of the ``ingest`` graph."""
+
+    workspace: str = field(
+        default="default", metadata=_meta("Workspace slug the documents are added to and searched in.")
+    )
+    user_id: str = field(
+        default=LOCAL_USER,
+        metadata=_meta("Whose workspace it is; with API keys on, always the caller (the server sets it)."),
+    )
+    chunk_size: int = field(
+        default=DEFAULT_CHUNK_SIZE, metadata=_meta("Characters per chunk (RecursiveCharacterTextSplitter).")
+    )
+    chunk_overlap: int = field(
+        default=DEFAULT_CHUNK_OVERLAP, metadata=_meta("Characters shared by neighbouring chunks.")
+    )
+    batch_size: int = field(
+        default=DEFAULT_BATCH_SIZE, metadata=_meta("Chunks per request to the embedding model.")
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if not SLUG.fullmatch(self.workspace):
+            raise ContextError(f"context field 'workspace' must be a slug, got {self.workspace!r}")
+        if not self.user_id.strip() or len(self.user_id) > 200:
+            raise ContextError("context field 'user_id' must be a non-empty string up to 200 characters")
+        check_at_least("chunk_size", self.chunk_size, 1)
+        if not 0 <= self.chunk_overlap < self.chunk_size:
+            raise ContextError(
+                f"context field 'chunk_overlap' must be from 0 up to chunk_size - 1 ({self.chunk_size - 1}), "
+                f"got {self.chunk_overlap}"
+            )
+        check_at_least("batch_size", self.batch_size, 1)
+
+    @property
+    def documents(self) -> str:
+        """The key of the user's workspace in the documents tables (``document_scope``)."""
+        return document_scope(self.user_id, self.workspace)

@@ -94,7 +94,16 @@ def _refuse_served_writes(config: RunnableConfig | None, supersteps: Sequence[Se
 
 
 class ForkingGraph(CompiledStateGraph):
-    """The compiled agent graph, with resumes at older checkpoints turned into forks, one turn per thread."""
+    """The compiled agent graph, with three duties added to LangGraph's (see the module's notes).
+
+    1. Forking: a resume that names a checkpoint the thread has moved past runs on a copy of it, so the
+       answer given there before is not taken for the new one, and each branch keeps its own record (the
+       original branch is not written to; the fork's run says which checkpoint it forked).
+    2. One turn per thread: built with a saver of its own, it holds the thread's turn lock for the run;
+       under a server (no lock) the server's multitask strategy decides instead.
+    3. Refusing served state writes: ``update_state`` from a server's authenticated client is refused,
+       except Studio's fork anchor, so no one can put calls in ``approved`` that no person approved.
+    """
 
     def __init__(self, *args: Any, turn_lock: TurnLock | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -25,8 +25,9 @@ from langgraph.store.base import BaseStore
 from ..nodes.ingest.discover import discover, route_files
 from ..nodes.ingest.index_file import index_file
 from ..nodes.ingest.report import report
-from ..nodes.ingest.state import IngestContext, IngestInput, IngestOutput, IngestState
+from .context import IngestContext
 from .runnables import node
+from .state import IngestInput, IngestOutput, IngestState
 
 __all__ = ["IngestContext", "build_graph", "graph"]
 
@@ -39,7 +40,7 @@ def build_graph(
     store: BaseStore | None = None,
     *,
     document_roots: Sequence[str | Path] = (),
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[IngestState, IngestContext, IngestInput, IngestOutput]:
     """Compile the ingest graph.
 
     Which server files a run may read is the deployment's choice, never the run's: the documents roots are

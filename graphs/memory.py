@@ -23,17 +23,12 @@ from ..nodes.memory.observe import observe, route_after_observe
 from ..nodes.memory.read import read_batch, route_after_read
 from ..nodes.memory.reflect import reflect, route_after_reflect
 from ..nodes.memory.select import select_chats
-from ..nodes.memory.state import (
-    GroupInput,
-    GroupState,
-    MemoryContext,
-    MemoryInput,
-    MemoryOutput,
-    MemoryServices,
-    MemoryState,
-)
 from ..nodes.memory.store import route_after_store, store
+from ..providers.chat.endpoint import ModelSettings, model_settings
+from .context import MemoryContext, context_for
 from .runnables import node
+from .services import MemoryServices
+from .state import GroupInput, GroupState, MemoryInput, MemoryOutput, MemoryState
 
 __all__ = ["MAX_PARALLEL_GROUPS", "MemoryContext", "build_graph", "graph"]
 
@@ -41,7 +36,9 @@ MAX_PARALLEL_GROUPS = 4
 """Groups processed at once: enough to overlap model calls, few enough for a local model's queue."""
 
 
-def build_group_graph(services: MemoryServices) -> CompiledStateGraph:
+def build_group_graph(
+    services: MemoryServices,
+) -> CompiledStateGraph[GroupState, MemoryContext, GroupInput, MemoryOutput]:
     """One group's walk through its batches, oldest first, until none is left or one fails."""
     builder = StateGraph(
         GroupState, context_schema=MemoryContext, input_schema=GroupInput, output_schema=MemoryOutput
@@ -65,7 +62,8 @@ def build_graph(
     *,
     memories: PostgresMemories | None = None,
     model: BaseChatModel | None = None,
-) -> CompiledStateGraph:
+    settings: ModelSettings | None = None,
+) -> CompiledStateGraph[MemoryState, MemoryContext, MemoryInput, MemoryOutput]:
     """Compile the memory graph.
 
     Args:
@@ -75,10 +73,15 @@ def build_graph(
             they must be stored in the same transaction that marks the chats.
         memories: The memories table; the project's PostgreSQL unless given.
         model: A LangChain chat model to use instead of the context's model at the OpenAI-compatible endpoint.
+        settings: The chat model's settings; the environment's, resolved once here, unless given.
     """
-    services = MemoryServices(memories=memories or PostgresMemories(), model=model)
+    settings = settings or model_settings()
+    services = MemoryServices(memories=memories or PostgresMemories(), model=model, settings=settings)
     builder = StateGraph(
-        MemoryState, context_schema=MemoryContext, input_schema=MemoryInput, output_schema=MemoryOutput
+        MemoryState,
+        context_schema=context_for(settings, MemoryContext),
+        input_schema=MemoryInput,
+        output_schema=MemoryOutput,
     )
     builder.add_node("select_chats", node(partial(select_chats, services=services)))
     builder.add_node("gate_groups", node(gate_groups))

@@ -11,7 +11,8 @@ from langchain_core.tools import BaseTool
 
 from ..checkpoints.chatlog import Records
 from ..checkpoints.chunks import DocumentStore
-from ..providers.chat.endpoint import model_settings
+from ..checkpoints.memories import PostgresMemories
+from ..providers.chat.endpoint import ModelSettings, model_settings
 from ..providers.chat.models import chat_model
 from ..skills.builtin import builtin_tools
 from ..skills.mcp import load_mcp
@@ -19,7 +20,7 @@ from ..skills.sql import sql_tools
 from ..skills.summaries import summary_tools
 from ..skills.web import web_tools
 from ..skills.web_search import web_search_tools
-from .context import Context, document_scope
+from .context import Context, MemoryContext, document_scope
 
 
 @dataclass
@@ -41,12 +42,17 @@ def chosen(context: Context, name: str) -> bool:
 
 @dataclass
 class Services:
-    """What the nodes use besides state and context: records, documents, the program's own tools and model."""
+    """What the nodes use besides state and context: records, documents, the program's own tools and model.
+
+    ``settings`` are the deployment's model settings, resolved once for the graph (``build_graph``): where
+    the chat model is and what it can do. Built without them, the environment's are read once, here.
+    """
 
     records: Records
     extra_tools: list[BaseTool] = field(default_factory=list)
     model: BaseChatModel | None = None
     documents: DocumentStore = field(default_factory=DocumentStore)
+    settings: ModelSettings = field(default_factory=model_settings)
     _builtins: dict[tuple[str, str], list[BaseTool]] = field(default_factory=dict, repr=False)
     _bound: dict[tuple[int, ...], Any] = field(default_factory=dict, repr=False)
 
@@ -74,15 +80,15 @@ class Services:
         return self._builtins[key]
 
     def chat_model(self, context: Context) -> BaseChatModel:
-        """The program's own chat model if it brought one, else ``context.model`` at the OpenAI endpoint."""
-        return self.model if self.model is not None else chat_model(context.model)
+        """The program's own chat model if it brought one, else ``context.model`` at the settings' URL."""
+        return self.model if self.model is not None else chat_model(context.model, self.settings)
 
     def call_grammar(self) -> bool:
         """Whether prompted calls carry a llama.cpp grammar: for the configured endpoint, if it takes one.
 
         A program's own model is not the configured endpoint, so nothing is assumed of it.
         """
-        return self.model is None and model_settings().call_grammar
+        return self.model is None and self.settings.call_grammar
 
     async def toolset(self, context: Context) -> Toolset:
         """Every tool offered to the model in this workspace; a name clash keeps the first one.
@@ -108,3 +114,34 @@ class Services:
             if not any(fnmatchcase(name, pattern) for name in tools):
                 problems.append(f"the workspace's tools name {pattern!r}, which matches no tool")
         return Toolset({n: t for n, t in tools.items() if n not in unchosen}, problems, unchosen)
+
+
+# The memory graph's dependencies.
+
+
+class NoModel(RuntimeError):
+    """No model is configured for the memory job."""
+
+
+@dataclass
+class MemoryServices:
+    """What the memory nodes use besides state and context: the memories table and, optionally, a model."""
+
+    memories: PostgresMemories
+    model: BaseChatModel | None = None
+    #: The deployment's model settings, resolved once when the graph was built.
+    settings: ModelSettings = field(default_factory=model_settings)
+
+    def chat_model(self, ctx: MemoryContext) -> BaseChatModel:
+        """The program's model if it brought one, else ``ctx.model`` at the OpenAI-compatible endpoint.
+
+        Raises:
+            NoModel: Neither the program nor the deployment nor the run names a model.
+        """
+        if self.model is not None:
+            return self.model
+        if not ctx.model:
+            raise NoModel("no model configured: set MEMORY_MODEL or CHAT_MODEL, or the run's model")
+        return chat_model(
+            ctx.model, self.settings
+        )  # no endpoint set: the embedded local model, as for the agent

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from langchain_core.messages import AnyMessage
 from langchain_core.messages.tool import ToolCall
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import Messages, add_messages
 from typing_extensions import TypedDict
+
+from .plan import Plan
 
 #: Updates of ``messages`` between two full copies of it in the checkpoints (about five per turn).
 MESSAGES_SNAPSHOT_EVERY = 50
@@ -30,9 +32,10 @@ def add_message_batches(messages: list[AnyMessage], batches: Sequence[Messages])
     every ``MESSAGES_SNAPSHOT_EVERY`` updates), so the earlier exchanges a thread shows are not written
     again at every step of every turn.
     """
+    merged: Messages = messages  # type: ignore[assignment]  # list is invariant; the reducer takes any message
     for batch in batches:
-        messages = add_messages(messages, batch)  # type: ignore[assignment]
-    return messages
+        merged = add_messages(merged, batch)
+    return cast(list[AnyMessage], merged)
 
 
 Conversation = Annotated[
@@ -74,7 +77,7 @@ class AgentState(OutputState, total=False):
     query_only: bool
     context: list[str]
     memories: list[str]
-    plan: dict[str, Any]
+    plan: Plan
     approved: list[ToolCall]
     tool_calls_made: Annotated[int, operator.add]
 
@@ -88,3 +91,90 @@ class ToolCallState(TypedDict):
 def decision(id: str, decided_by: str, outcome: Any, why: str) -> Decision:
     """One record of the decision trace."""
     return {"id": id, "decided_by": decided_by, "outcome": outcome, "why": why}  # type: ignore[typeddict-item]
+
+
+# The memory graph. A run's state is a report: one row per group left alone and per batch handled, saying
+# what was read, stored and marked, and why anything was not. Each group is processed by its own subgraph
+# (``GroupState``), so groups run side by side and each walks through its batches oldest first.
+
+
+class Report(TypedDict, total=False):
+    """One row of a run's report: a group left alone (``skipped``), or one batch of a group."""
+
+    user_id: str
+    workspace: str
+    batch: int | None
+    chat_ids: list[int]
+    read: int
+    stored: int
+    marked: int
+    dropped: list[str]
+    skipped: str | None
+    error: str | None
+
+
+class MemoryInput(TypedDict, total=False):
+    """A run takes no input: what it reads is the chat log, and its settings are the context."""
+
+
+class MemoryOutput(TypedDict, total=False):
+    """What a run reports: a row per group skipped and per batch, and the decision trace."""
+
+    report: Annotated[list[Report], operator.add]
+    decisions: Annotated[list[Decision], operator.add]
+
+
+class MemoryState(MemoryOutput, total=False):
+    """The whole run: the groups found and those that passed the gates."""
+
+    groups: list[dict[str, Any]]
+    ready: list[dict[str, Any]]
+
+
+class GroupInput(TypedDict):
+    """One group to process, sent by ``route_groups``."""
+
+    group: dict[str, Any]
+
+
+class GroupState(MemoryOutput, total=False):
+    """One group's walk through its batches; ``batch`` is the chats of the current batch only."""
+
+    group: dict[str, Any]
+    batch_no: int
+    batch: list[dict[str, Any]]
+    cursor: list[Any] | None
+    candidates: list[dict[str, str]]
+    changes: list[dict[str, Any]]
+    error: str | None
+
+
+# The ingest graph: paths in; what was added, kept, replaced or failed out.
+
+
+class IngestInput(TypedDict):
+    """Files or folders to add to the workspace (folders are searched recursively)."""
+
+    paths: list[str]
+
+
+class IngestOutput(TypedDict, total=False):
+    """What the run did, one entry per file; ``failed`` entries carry the reason."""
+
+    added: Annotated[list[dict[str, Any]], operator.add]
+    unchanged: Annotated[list[dict[str, Any]], operator.add]
+    replaced: Annotated[list[dict[str, Any]], operator.add]
+    failed: Annotated[list[dict[str, Any]], operator.add]
+    decisions: Annotated[list[Decision], operator.add]
+
+
+class IngestState(IngestInput, IngestOutput, total=False):
+    """The working state of one ingest run."""
+
+    files: list[str]
+
+
+class FileTask(TypedDict):
+    """The input of one ``index_file`` task, sent by ``route_files``."""
+
+    path: str

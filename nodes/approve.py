@@ -2,36 +2,56 @@
 
 Built-in skills, the program's tools and MCP tools all pass through here under the same fnmatch policy
 (AnythingLLM lets every MCP call through unasked). The interrupt value is langchain's human-in-the-loop
-request, so clients made for it work unchanged; decisions are matched by ``tool_call_id`` when given, so a
-client that reorders its cards cannot approve the wrong call.
+request (``graphs.approval``), so clients made for it work unchanged; decisions are matched by
+``tool_call_id`` when given, so a client that reorders its cards cannot approve the wrong call.
+
+The node is five steps, each a function below: validity, budget, policy, remembered grants, a person. Each
+step is given the calls the steps before it left open and returns a ``Step``: the calls it answered without
+running them, the calls it approved, the calls it leaves to the next step, and its trace notes. ``approve``
+calls them in order and builds its update from their results at the end.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import NamedTuple, TypeVar, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
+from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from ..checkpoints.chatlog import Records
+from ..graphs.approval import DECISION_TYPES, ActionRequest, ApprovalDecision, ApprovalRequest
 from ..graphs.context import Context
+from ..graphs.conversation import EXECUTED_PREFIX, turn_start
 from ..graphs.forks import fork_of
+from ..graphs.prompts import ALREADY_RUN, WAITING
 from ..graphs.services import Services, Toolset
 from ..graphs.state import AgentState, Decision, decision
-from ..providers.prompted import WAITING
 from ..providers.tokens import message_text
-from .history import turn_start
-from .route import EXECUTED_PREFIX
 
-DECISION_TYPES = ("approve", "edit", "reject")
+T = TypeVar("T")
 
 
 class ResumeError(ValueError):
     """A resume value that does not answer the pending approval request properly."""
+
+
+class Step(NamedTuple):
+    """What one step of ``approve`` settled about the calls it was given.
+
+    Every note is about one call: its ``outcome`` is ``{call id: what was decided}``.
+    """
+
+    answered: list[ToolMessage]  # calls answered without running: what the model reads instead of a result
+    run: list[ToolCall]  # calls approved to run (with a person's edited arguments)
+    rest: list[ToolCall]  # calls left to the next step
+    notes: list[Decision]
 
 
 def always_ask() -> list[str]:
@@ -66,7 +86,6 @@ def _decision_id(toolset: Toolset, name: str) -> str:
 
 
 _NOT_CHOSEN = "this workspace does not offer the tool {!r} (its tools setting, or this run's without_tools)"
-ALREADY_RUN = "\n(This call already ran in this turn with the same arguments: this is its result again.)"
 
 
 def call_key(call: ToolCall) -> str:
@@ -98,25 +117,156 @@ def _not_run(error: str | None) -> str:
     return f"Not run: the arguments are not valid JSON ({why}). Send the call again with JSON arguments."
 
 
-def _answer(call_id: str, name: str, text: str) -> ToolMessage:
+def _answer(call_id: str | None, name: str, text: str) -> ToolMessage:
     return ToolMessage(content=text, tool_call_id=call_id, name=name, status="error")
 
 
-def _request(calls: list[ToolCall], toolset: Toolset, error: str | None) -> dict[str, Any]:
-    actions = []
-    for c in calls:
-        tool = toolset.tools[c["name"]]
-        action = {
-            "tool_call_id": c["id"],
-            "name": c["name"],
-            "args": c["args"],
-            "description": tool.description,
-        }
-        action.update({k: v for k, v in (tool.metadata or {}).items() if k in ("server", "tool")})
-        actions.append(action)
-    request: dict[str, Any] = {
+# The steps, in the order ``approve`` takes them.
+
+
+def check_validity(ai: AIMessage, messages: list[AnyMessage], toolset: Toolset) -> Step:
+    """Answer the calls that cannot or need not run: unparsable, repeated, not offered, or no such tool.
+
+    A repeat of a call that already ran in this turn gets its earlier result again (C10); a tool the
+    workspace or run did not choose is refused under D3, since choosing tools is policy.
+    """
+    answered = [
+        _answer(b.get("id") or "", b.get("name") or "", _not_run(b.get("error")))
+        for b in ai.invalid_tool_calls
+    ]
+    notes: list[Decision] = []
+    rest: list[ToolCall] = []
+    ran = earlier_results(messages)
+    for call in ai.tool_calls:
+        name = call["name"]
+        if (earlier := ran.get(call_key(call))) is not None:
+            answered.append(ToolMessage(content=earlier + ALREADY_RUN, tool_call_id=call["id"], name=name))
+            why = f"{name} with these arguments already ran in this turn: its result was given again"
+            notes.append(decision("C10", "code", {call["id"]: "repeat, not run"}, why))
+        elif name in toolset.unchosen:
+            answered.append(_answer(call["id"], name, f"Not run: {_NOT_CHOSEN.format(name)}"))
+            notes.append(
+                decision("D3", "policy", {call["id"]: "not chosen"}, f"{name}: {_NOT_CHOSEN.format(name)}")
+            )
+        elif name not in toolset.tools:
+            available = ", ".join(sorted(toolset.tools))
+            text = f"Not run: there is no tool named {name!r}. Available tools: {available}."
+            answered.append(_answer(call["id"], name, text))
+        else:
+            rest.append(call)
+    return Step(answered, [], rest, notes)
+
+
+def check_budget(calls: list[ToolCall], left: int) -> Step:
+    """Keep the first ``left`` calls (the turn's remaining tool calls); answer the ones past the budget."""
+    keep = max(left, 0)
+    over = [
+        _answer(c["id"], c["name"], "Not run: the tool-call budget of this turn is spent.")
+        for c in calls[keep:]
+    ]
+    return Step(over, [], calls[:keep], [])
+
+
+def check_policy(calls: list[ToolCall], ctx: Context, toolset: Toolset) -> Step:
+    """Approve the calls the policy lets through unasked (``needs_approval``); the others need more."""
+    run: list[ToolCall] = []
+    rest: list[ToolCall] = []
+    notes: list[Decision] = []
+    for call in calls:
+        if needs_approval(ctx, call["name"]):
+            rest.append(call)
+        else:
+            run.append(call)
+            why = f"{call['name']} is auto-approved"
+            notes.append(
+                decision(_decision_id(toolset, call["name"]), "policy", {call["id"]: "approve"}, why)
+            )
+    return Step([], run, rest, notes)
+
+
+async def check_grants(calls: list[ToolCall], ctx: Context, toolset: Toolset, records: Records) -> Step:
+    """Approve the calls the person chose "always allow" for; the floor and the run's ``also_ask`` still ask.
+
+    A remembered grant is per workspace and user, and waives neither the deployment's floor nor what the
+    run itself asked to be asked about.
+    """
+    run: list[ToolCall] = []
+    rest: list[ToolCall] = []
+    notes: list[Decision] = []
+    for call in calls:
+        if _matches(call["name"], [*always_ask(), *ctx.also_ask]):
+            rest.append(call)
+        elif await records.is_granted(ctx.workspace, ctx.user_id, call["name"]):
+            run.append(call)
+            why = f"always allow {call['name']} was chosen"
+            notes.append(
+                decision(_decision_id(toolset, call["name"]), "policy", {call["id"]: "approve"}, why)
+            )
+        else:
+            rest.append(call)
+    return Step([], run, rest, notes)
+
+
+async def ask_person(calls: list[ToolCall], ctx: Context, toolset: Toolset, records: Records) -> Step:
+    """Ask a person about every call still open, in one interrupt; approve, edit or reject each as answered.
+
+    A resume value that does not answer the request properly asks again with the error: nothing runs and
+    the approval stays pending. An "always allow" is remembered here, once the person has answered.
+    """
+    if not calls:
+        return Step([], [], [], [])
+    error = None
+    while True:
+        value = interrupt(approval_request(calls, toolset, error))
+        try:
+            matched = match_decisions(value, calls)
+            break
+        except ResumeError as exc:
+            error = str(exc)
+    forked = fork_of()
+    on_fork = f" (on a fork of checkpoint {forked})" if forked else ""
+    answered: list[ToolMessage] = []
+    run: list[ToolCall] = []
+    notes: list[Decision] = []
+    for call in calls:
+        d = matched[call["id"]]
+        if d["type"] == "reject":
+            why = d.get("message") or "no reason given"
+            answered.append(_answer(call["id"], call["name"], f"Rejected by the user: {why}"))
+        else:
+            args = d["edited_action"]["args"] if d["type"] == "edit" else call["args"]
+            run.append({**call, "args": args})
+            if d.get("always_allow"):
+                await records.grant(ctx.workspace, ctx.user_id, call["name"])
+        why = (d.get("message") or f"{call['name']}: {d['type']}") + on_fork
+        notes.append(decision(_decision_id(toolset, call["name"]), "person", {call["id"]: d["type"]}, why))
+    return Step(answered, run, [], notes)
+
+
+# The approval request and the reading of its answer.
+
+
+def _action_request(call: ToolCall, tool: BaseTool) -> ActionRequest:
+    """One call as the person reviews it; an MCP tool's card also names its server and its own name."""
+    action: ActionRequest = {
+        "tool_call_id": call["id"],
+        "name": call["name"],
+        "args": call["args"],
+        "description": tool.description,
+    }
+    for key, value in (tool.metadata or {}).items():  # in the metadata's order, as clients have seen it
+        if key == "server":
+            action["server"] = value
+        elif key == "tool":
+            action["tool"] = value
+    return action
+
+
+def approval_request(calls: list[ToolCall], toolset: Toolset, error: str | None) -> ApprovalRequest:
+    """The interrupt value for ``calls``; ``error`` says why the previous resume value was not taken."""
+    request: ApprovalRequest = {
         "type": "tool_approval",
-        "action_requests": actions,
+        "action_requests": [_action_request(c, toolset.tools[c["name"]]) for c in calls],
         "review_configs": [
             {"action_name": c["name"], "allowed_decisions": list(DECISION_TYPES)} for c in calls
         ],
@@ -126,145 +276,100 @@ def _request(calls: list[ToolCall], toolset: Toolset, error: str | None) -> dict
     return request
 
 
-def match_decisions(value: Any, calls: list[ToolCall]) -> dict[str, dict[str, Any]]:
-    """Pair each pending call with its decision, by ``tool_call_id`` or else by position; raise if unsure."""
-    if not isinstance(value, dict) or not isinstance(value.get("decisions"), list):
+def match_decisions(value: object, calls: list[ToolCall]) -> dict[str | None, ApprovalDecision]:
+    """Pair each pending call with its decision, by ``tool_call_id`` or else by position; raise if unsure.
+
+    Each decision is checked, in this order, for a known ``type``, for the call it answers (named, or at its
+    position; unknown or answered twice is an error), and for an edit, for new ``args`` of the same tool.
+    """
+    decisions = value.get("decisions") if isinstance(value, dict) else None
+    if not isinstance(decisions, list):
         raise ResumeError('resume with {"decisions": [...]}, one decision per pending tool call')
     by_id = {c["id"]: c for c in calls}
-    matched: dict[str, dict[str, Any]] = {}
-    for i, d in enumerate(value["decisions"]):
+    matched: dict[str | None, ApprovalDecision] = {}
+    for i, d in enumerate(decisions):
         if not isinstance(d, dict) or d.get("type") not in DECISION_TYPES:
             raise ResumeError(f"decision {i}: type must be one of {', '.join(DECISION_TYPES)}")
-        call_id = d.get("tool_call_id") or (calls[i]["id"] if i < len(calls) else None)
+        answer = cast(ApprovalDecision, d)  # its type is checked; the call it answers and an edit below
+        call_id = answer.get("tool_call_id") or (calls[i]["id"] if i < len(calls) else None)
         if call_id not in by_id:
-            raise ResumeError(
-                f"decision {i}: no pending tool call {d.get('tool_call_id') or f'at position {i}'!r}"
-            )
+            named = answer.get("tool_call_id") or f"at position {i}"
+            raise ResumeError(f"decision {i}: no pending tool call {named!r}")
         if call_id in matched:
             raise ResumeError(f"decision {i}: tool call {call_id!r} is answered twice")
-        if d["type"] == "edit":
-            action = d.get("edited_action")
+        if answer["type"] == "edit":
+            action = answer.get("edited_action")
             if not isinstance(action, dict) or not isinstance(action.get("args"), dict):
                 raise ResumeError(f'decision {i}: an edit needs "edited_action": {{"name", "args": {{...}}}}')
             if action.get("name", by_id[call_id]["name"]) != by_id[call_id]["name"]:
                 raise ResumeError(f"decision {i}: an edit cannot change which tool is called")
-        matched[call_id] = d
-    missing = [c["id"] for c in calls if c["id"] not in matched]
+        matched[call_id] = answer
+    missing = [str(c["id"]) for c in calls if c["id"] not in matched]
     if missing:
         raise ResumeError(f"no decision for pending tool call(s): {', '.join(missing)}")
     return matched
 
 
+def _in_order(items: Iterable[T], of: Callable[[T], str | None], calls: list[ToolCall]) -> list[T]:
+    """``items`` sorted by the position of their call in ``calls``; items of no call there come first."""
+    position: dict[str | None, int] = {}
+    for i, call in enumerate(calls):
+        position.setdefault(call["id"], i)
+    return sorted(items, key=lambda item: position.get(of(item), -1))
+
+
+def in_call_order(calls: list[ToolCall], *steps: Step) -> Step:
+    """Steps taken one after the other over ``calls``, merged as if taken call by call.
+
+    Validity then budget, and policy then grants, each settle a call in one of two rounds; the model, the
+    trace and the order the approved calls run in see what was settled in the order of the model's calls.
+    """
+    return Step(
+        _in_order([m for s in steps for m in s.answered], lambda m: m.tool_call_id, calls),
+        _in_order([c for s in steps for c in s.run], lambda c: c["id"], calls),
+        steps[-1].rest,
+        _in_order([n for s in steps for n in s.notes], lambda n: next(iter(n["outcome"])), calls),
+    )
+
+
 async def approve(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
-    """Decide which of the model's tool calls run: budget, validity, policy, remembered grants, a person."""
+    """Decide which of the model's tool calls run: validity, budget, policy, remembered grants, a person.
+
+    A call answered without running is answered with a message the model reads in place of a result; it
+    still counts toward the turn's ``max_tool_calls``, so a model cannot loop on refused calls.
+    """
     ctx = runtime.context
     ai: AIMessage = state["messages"][-1]  # type: ignore[assignment]
     toolset = await services.toolset(ctx)
-    answers: list[ToolMessage] = []
-    notes: list[Decision] = []
-    for bad in ai.invalid_tool_calls:
-        answers.append(
-            _answer(
-                bad.get("id") or "",
-                bad.get("name") or "",
-                _not_run(bad.get("error")),
-            )
-        )
-    budget = max(ctx.max_tool_calls - state.get("tool_calls_made", 0), 0)
-    ran = earlier_results(state["messages"])
-    runnable: list[ToolCall] = []
-    for call in ai.tool_calls:
-        if (earlier := ran.get(call_key(call))) is not None:
-            again = ToolMessage(content=earlier + ALREADY_RUN, tool_call_id=call["id"], name=call["name"])
-            answers.append(again)
-            why = f"{call['name']} with these arguments already ran in this turn: its result was given again"
-            notes.append(decision("C10", "code", {call["id"]: "repeat, not run"}, why))
-        elif call["name"] in toolset.unchosen:
-            answers.append(_answer(call["id"], call["name"], f"Not run: {_NOT_CHOSEN.format(call['name'])}"))
-            why = f"{call['name']}: {_NOT_CHOSEN.format(call['name'])}"
-            notes.append(decision("D3", "policy", {call["id"]: "not chosen"}, why))
-        elif call["name"] not in toolset.tools:
-            answers.append(
-                _answer(
-                    call["id"],
-                    call["name"],
-                    f"Not run: there is no tool named {call['name']!r}. "
-                    f"Available tools: {', '.join(sorted(toolset.tools))}.",
-                )
-            )
-        elif len(runnable) >= budget:
-            answers.append(
-                _answer(call["id"], call["name"], "Not run: the tool-call budget of this turn is spent.")
-            )
-        else:
-            runnable.append(call)
-    ask: list[ToolCall] = []
-    for call in runnable:
-        if not needs_approval(ctx, call["name"]):
-            why = f"{call['name']} is auto-approved"
-            notes.append(
-                decision(_decision_id(toolset, call["name"]), "policy", {call["id"]: "approve"}, why)
-            )
-        elif _matches(call["name"], [*always_ask(), *ctx.also_ask]):
-            ask.append(call)  # the floor and the run's own asks: a remembered grant waives neither
-        elif await services.records.is_granted(ctx.workspace, ctx.user_id, call["name"]):
-            why = f"always allow {call['name']} was chosen"
-            notes.append(
-                decision(_decision_id(toolset, call["name"]), "policy", {call["id"]: "approve"}, why)
-            )
-        else:
-            ask.append(call)
-    approved = {c["id"]: c for c in runnable if c not in ask}
-    forked = fork_of()
-    on_fork = f" (on a fork of checkpoint {forked})" if forked else ""
-    if ask:
-        error = None
-        while True:  # a bad resume asks again with the error: nothing runs, the approval stays pending
-            value = interrupt(_request(ask, toolset, error))
-            try:
-                matched = match_decisions(value, ask)
-                break
-            except ResumeError as exc:
-                error = str(exc)
-        for call in ask:
-            d = matched[call["id"]]
-            if d["type"] == "reject":
-                answers.append(
-                    _answer(
-                        call["id"],
-                        call["name"],
-                        f"Rejected by the user: {d.get('message') or 'no reason given'}",
-                    )
-                )
-            else:
-                args = d["edited_action"]["args"] if d["type"] == "edit" else call["args"]
-                approved[call["id"]] = {**call, "args": args}
-                if d.get("always_allow"):
-                    await services.records.grant(ctx.workspace, ctx.user_id, call["name"])
-            notes.append(
-                decision(
-                    _decision_id(toolset, call["name"]),
-                    "person",
-                    {call["id"]: d["type"]},
-                    (d.get("message") or f"{call['name']}: {d['type']}") + on_fork,
-                )
-            )
+    # 1. Validity: unparsable calls, repeats of calls that already ran, tools not offered or not there
+    valid = check_validity(ai, state["messages"], toolset)
+    # 2. Budget: only as many valid calls as the turn may still make
+    budget = check_budget(valid.rest, ctx.max_tool_calls - state.get("tool_calls_made", 0))
+    # 3. Policy: auto-approved calls run unasked
+    policy = check_policy(budget.rest, ctx, toolset)
+    # 4. Remembered grants: "always allow" waives the question, but not the floor or the run's also_ask
+    grants = await check_grants(policy.rest, ctx, toolset, services.records)
+    # 5. A person: one question for all the calls still open
+    person = await ask_person(grants.rest, ctx, toolset, services.records)
+    # 6. The update, from the steps' results, each round in the order of the model's calls
+    screened = in_call_order(ai.tool_calls, valid, budget)
+    allowed = in_call_order(budget.rest, policy, grants)
+    answers = [*screened.answered, *person.answered]
+    approved = {c["id"]: c for c in [*allowed.run, *person.run]}
     calls = [approved.get(c["id"], c) for c in ai.tool_calls]
     unrun = len(ai.invalid_tool_calls) + sum(1 for c in ai.tool_calls if c["id"] not in approved)
-    out: dict[str, Any] = {
-        "messages": answers,
+    ran = f"{len(approved)} call(s) run in parallel; {len(answers)} answered without running"
+    return {
+        # the model sees what actually ran, edited arguments included
+        "messages": answers
+        if calls == ai.tool_calls
+        else [ai.model_copy(update={"tool_calls": calls}), *answers],
         "approved": list(approved.values()),
-        "decisions": notes,
+        "decisions": [
+            *screened.notes,
+            *allowed.notes,
+            *person.notes,
+            decision("C10", "code", len(approved), ran),
+        ],
         "tool_calls_made": unrun,  # a call answered without running still counts: a model cannot loop on them
     }
-    if calls != ai.tool_calls:  # the model sees what actually ran, edited arguments included
-        out["messages"] = [ai.model_copy(update={"tool_calls": calls}), *answers]
-    notes.append(
-        decision(
-            "C10",
-            "code",
-            len(approved),
-            f"{len(approved)} call(s) run in parallel; {len(answers)} answered without running",
-        )
-    )
-    return out

@@ -9,6 +9,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from ..graphs.context import Context
+from ..graphs.plan import assemble
 from ..graphs.services import Services
 from ..graphs.state import AgentState, Decision, decision
 from ..providers.prompted import (
@@ -20,7 +21,6 @@ from ..providers.prompted import (
 )
 from ..providers.prompted.streaming import progress
 from ..providers.tokens import message_text
-from .trim import assemble
 
 
 async def _offered_tools(
@@ -123,7 +123,7 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     model: Any = services.chat_model(ctx)
     tools, withheld, decisions = await _offered_tools(state, ctx, services)
     stop_reason = "max_tool_calls" if withheld else None
-    request: list[BaseMessage] = assemble(state["plan"], state["messages"], state.get("history") or [])
+    request: list[BaseMessage] = assemble(state["plan"], state["messages"])
     how = "natively"
     if tools and not ctx.native_tool_calling:
         grammar = services.call_grammar()

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from ..checkpoints.chatlog import Exchange
 from ..graphs.context import Context
+from ..graphs.conversation import EXCLUDED, prompt_text, turn_start
 from ..graphs.services import Services
 from ..graphs.state import AgentState, decision
 from ..providers.tokens import message_text
-from .history import EXCLUDED, prompt_text, turn_start
 
 TERMINATE = "TERMINATE"
 
@@ -57,7 +59,7 @@ async def finish(
             answer_id=answer.id or "",
         )
     )
-    out = {"stop_reason": stop, "plan": {}, "decisions": [decision("G1", "code", stop, why)]}
+    out: dict[str, Any] = {"stop_reason": stop, "plan": {}, "decisions": [decision("G1", "code", stop, why)]}
     if stop == "refused" and answer.id:
         metadata = {**answer.response_metadata, EXCLUDED: True}
         out["messages"] = [answer.model_copy(update={"response_metadata": metadata})]

@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from ..checkpoints.chunks import ChunkHit, Document, DocumentStore
 from ..graphs.context import Context
+from ..graphs.plan import FRAME, SYSTEM_SHARE, render_system
 from ..graphs.services import Services
 from ..graphs.state import AgentState, decision
 from ..providers.tokens import count, cut_middle, ensure_tokenizer, message_text
@@ -20,7 +21,6 @@ from ..skills.documents import (
     pinned_source,
     search,
 )
-from .trim import FRAME, SYSTEM_SHARE, render_system
 
 #: Outcomes of ``ingest_uploads`` that leave the dropped file among the workspace's documents.
 IN_WORKSPACE = ("added", "replaced", "unchanged")

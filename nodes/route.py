@@ -9,13 +9,12 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from ..graphs.context import Context
+from ..graphs.conversation import AGENT_PREFIX, EXECUTED_PREFIX, attachments, fold_update, turn_start
 from ..graphs.services import Services
 from ..graphs.state import AgentState, Decision, decision
 from ..providers.tokens import message_text
-from .history import AGENT_PREFIX, attachments, fold_update, turn_start
 
 MAX_MESSAGE_CHARS = 1_000_000
-EXECUTED_PREFIX = "wa-tool-"
 
 
 class InvalidMessage(ValueError):

@@ -21,10 +21,10 @@ from langgraph.types import Send
 from pydantic import ValidationError
 
 from ..graphs.context import Context
+from ..graphs.conversation import EXECUTED_PREFIX
 from ..graphs.services import Services
 from ..graphs.state import AgentState, Decision, ToolCallState, decision
 from ..providers.prompted.streaming import progress
-from .route import EXECUTED_PREFIX
 
 
 def route_tool_calls(state: AgentState) -> list[Send] | Literal["trim"]:

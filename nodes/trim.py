@@ -9,46 +9,29 @@ fit — AnythingLLM's shares add up to 100 % before the reserve.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from ..graphs.context import Context
+from ..graphs.conversation import conversation, prompt_text
+from ..graphs.plan import (
+    FRAME,
+    HISTORY_SHARE,
+    SYSTEM_SHARE,
+    USER_ALONE_SHARE,
+    USER_SHARE,
+    HistoryEntry,
+    Plan,
+    assemble,
+    render_system,
+)
+from ..graphs.prompts import context_block, memory_block
 from ..graphs.state import AgentState, decision
 from ..providers.prompted.catalog import catalog_reserve
 from ..providers.tokens import count, count_messages, cut_middle, ensure_tokenizer, message_text
-from .history import conversation, prompt_text
-
-SYSTEM_SHARE, HISTORY_SHARE, USER_SHARE, USER_ALONE_SHARE = 0.15, 0.15, 0.70, 0.80
-FRAME = 3  # tokens of framing per message, as in count_messages
-
-
-def render_system(ctx: Context) -> str:
-    """The system prompt with its variables filled in: the part of every request that stays the same."""
-    now = datetime.now().astimezone()
-    text = ctx.system_prompt
-    for name, value in {
-        "{date}": now.strftime("%Y-%m-%d"),
-        "{datetime}": now.isoformat(timespec="seconds"),
-        "{user_id}": ctx.user_id,
-        "{workspace}": ctx.workspace,
-    }.items():
-        text = text.replace(name, value)
-    return text
-
-
-def memory_block(memories: list[str]) -> str:
-    """The remembered facts, as the turn's request gives them."""
-    return "Things I remember about you:\n" + "".join(f"- {m}\n" for m in memories) if memories else ""
-
-
-def context_block(texts: list[str]) -> str:
-    """Document context in AnythingLLM's layout."""
-    if not texts:
-        return ""
-    return "Context:\n" + "".join(f"[CONTEXT {i}]:\n{t}\n[END CONTEXT {i}]\n\n" for i, t in enumerate(texts))
 
 
 def _fit_system(prompt: str, context: str, limit: int) -> tuple[str, str, bool]:
@@ -60,15 +43,15 @@ def _fit_system(prompt: str, context: str, limit: int) -> tuple[str, str, bool]:
     return prompt, context, True
 
 
-def _fit_history(history: list[dict[str, str]], limit: int) -> list[int | list[str]]:
+def _fit_history(history: list[dict[str, str]], limit: int) -> list[HistoryEntry]:
     """Newest exchanges that fit, in chronological order; the three newest are cut before being dropped.
 
     Each kept exchange is its index in ``history`` or, when it had to be cut, its cut ``[prompt, response]``.
     """
-    kept: list[int | list[str]] = []
+    kept: list[HistoryEntry] = []
     used = 0
     for i, exchange in enumerate(reversed(history)):
-        entry: int | list[str] = len(history) - 1 - i
+        entry: HistoryEntry = len(history) - 1 - i
         size = count_messages([HumanMessage(exchange["prompt"]), AIMessage(exchange["response"])])
         if used + size > limit:
             if i > 2:
@@ -102,63 +85,31 @@ def _fit_exchange(exchange: list[BaseMessage], budget: int) -> dict[str, str]:
     }
 
 
-def assemble(
-    plan: dict, turn: list[BaseMessage], history: list[dict[str, str]] | None = None
-) -> list[BaseMessage]:
-    """The model request a trim plan describes: system prompt, history, then the turn.
-
-    The order keeps what stays the same first, so a server's prompt cache (llama.cpp's ``cache_prompt``,
-    hosted providers' prefix caching) serves it again: the system prompt (to which a prompted call appends
-    its tool catalog), then the earlier exchanges, and only then what changes from turn to turn — the
-    remembered facts and document context found for this message, given with the user's message (in the
-    system prompt, AnythingLLM's place, they made every later turn read the whole history again).
-
-    The plan names what is kept by reference and carries only text that was cut, so the checkpoint of every
-    model call does not store the whole prompt again — the history and the turn are in state already.
-    Given the thread's whole ``messages`` and no (or an empty) ``history``, the history is read from those
-    messages; for a running turn alone that is the same empty history.
-    """
-    if not history:
-        history, turn = conversation(turn, plan.get("history_limit"))
-    out: list[BaseMessage] = [SystemMessage(plan["system"])] if plan.get("system") is not None else []
-    for entry in plan.get("history", []):
-        prompt, response = (
-            (history[entry]["prompt"], history[entry]["response"]) if isinstance(entry, int) else entry
-        )
-        out += [HumanMessage(prompt), AIMessage(response)]
-    user, exchange = turn[0], turn[1:]
-    text = plan["user"] if plan.get("user") is not None else prompt_text(user)
-    out.append(HumanMessage((plan.get("context") or "") + text, id=user.id))
-    cuts = plan.get("tools", {})
-    for m in exchange:
-        if isinstance(m, ToolMessage) and m.tool_call_id in cuts:
-            m = m.model_copy(update={"content": cuts[m.tool_call_id]})
-        out.append(m)
-    return out
-
-
 def build_prompt(
     ctx: Context,
-    turn: list[BaseMessage],
-    history: list[dict[str, str]],
+    messages: Sequence[BaseMessage],
     memories: list[str],
     context: list[str],
     catalog: int = 0,
-) -> tuple[dict, dict]:
-    """A plan of the request for the model (see ``assemble``) and a summary of what was cut.
+) -> tuple[Plan, dict[str, Any]]:
+    """The plan of the request for the model over the thread's ``messages``, and a summary of what was cut.
 
+    The history is the newest ``ctx.history_limit`` exchanges of ``messages``; the running turn follows.
     ``catalog`` tokens are kept free for the tool catalog a prompted model call adds to the system prompt.
     """
+    history, turn = conversation(messages, ctx.history_limit)
+    first = messages[: len(messages) - len(turn) + 1]  # the thread up to the running turn's user message
     window, avail = ctx.window, ctx.window - ctx.reply_reserve - catalog
     prompt, turn_context = render_system(ctx), memory_block(memories) + context_block(context)
-    plan: dict = {
+    plan: Plan = {
         "system": prompt,
         "context": turn_context,
         "history": list(range(len(history))),
         "user": None,
         "tools": {},
+        "history_limit": ctx.history_limit,
     }
-    tokens = count_messages(assemble(plan, turn, history))
+    tokens = count_messages(assemble(plan, messages))
     if tokens <= avail:
         return plan, {"cut": False, "tokens": tokens}
     user, exchange = turn[0], turn[1:]
@@ -173,8 +124,9 @@ def build_prompt(
             "history": [],
             "user": cut_middle(user_text, target),
             "tools": _fit_exchange(exchange, exchange_budget),
+            "history_limit": ctx.history_limit,
         }
-        tokens = count_messages(assemble(plan, turn, history))
+        tokens = count_messages(assemble(plan, messages))
         return plan, {
             "cut": True,
             "user_alone": True,
@@ -188,15 +140,16 @@ def build_prompt(
         "history": _fit_history(history, int(window * HISTORY_SHARE)),
         "user": None,
         "tools": {},
+        "history_limit": ctx.history_limit,
     }
-    while plan["history"] and count_messages(assemble(plan, turn, history)) > avail:
+    while plan["history"] and count_messages(assemble(plan, messages)) > avail:
         plan["history"] = plan["history"][1:]  # the guarantee: oldest exchanges go first
-    fixed = count_messages(assemble(plan, turn[:1], history)) - 5
+    fixed = count_messages(assemble(plan, first)) - 5
     plan["tools"] = _fit_exchange(exchange, avail - fixed - 5)
-    tokens = count_messages(assemble(plan, turn, history))
+    tokens = count_messages(assemble(plan, messages))
     if tokens > avail:  # only a pathological system prompt gets here: the user message gives way
         plan["user"] = cut_middle(user_text, max(count(user_text) - (tokens - avail), 16))
-        tokens = count_messages(assemble(plan, turn, history))
+        tokens = count_messages(assemble(plan, messages))
     summary = {
         "cut": True,
         "system_cut": system_cut,
@@ -209,18 +162,16 @@ def build_prompt(
 
 
 async def trim(state: AgentState, runtime: Runtime[Context]) -> dict:
-    """Assemble the model request within the window: system, history, and the running turn."""
+    """Plan the model request within the window: system, history, and the running turn (see ``Plan``)."""
     if state.get("stop_reason") == "refused":
         return {}
     await ensure_tokenizer()
     ctx = runtime.context
-    history, turn = conversation(state["messages"], ctx.history_limit)
     prompted = state.get("route") == "agent" and not ctx.native_tool_calling
     catalog = catalog_reserve(ctx.window) if prompted else 0
     plan, summary = build_prompt(
-        ctx, turn, history, state.get("memories") or [], state.get("context") or [], catalog
+        ctx, state["messages"], state.get("memories") or [], state.get("context") or [], catalog
     )
-    plan["history_limit"] = ctx.history_limit
     why = (
         f"{summary['tokens']} tokens fit the window of {ctx.window}, {ctx.reply_reserve} kept for the reply"
         if not summary["cut"]

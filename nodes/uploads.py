@@ -47,12 +47,7 @@ from langgraph.runtime import Runtime
 
 from ..checkpoints.chunks import DocumentStore
 from ..graphs.context import Context
-from ..graphs.services import Services
-from ..graphs.state import AgentState, Decision, decision
-from ..skills.documents import index_document
-from ..skills.extraction import extract_bounded
-from ..skills.loaders import SUPPORTED_SUFFIXES, content_hash, positive_setting
-from .history import (
+from ..graphs.conversation import (
     ATTACHMENT_TYPES,
     BYTE_KEYS,
     attachments,
@@ -60,6 +55,11 @@ from .history import (
     given_name,
     is_image,
 )
+from ..graphs.services import Services
+from ..graphs.state import AgentState, Decision, decision
+from ..skills.documents import index_document
+from ..skills.extraction import extract_bounded
+from ..skills.loaders import SUPPORTED_SUFFIXES, content_hash, positive_setting
 
 LIMIT_ENV, FILES_ENV, TOTAL_ENV = "UPLOAD_MAX_BYTES", "UPLOAD_MAX_FILES", "UPLOAD_MAX_TOTAL_BYTES"
 DEFAULT_LIMIT, DEFAULT_FILES, DEFAULT_TOTAL = 20 * 1024 * 1024, 10, 50 * 1024 * 1024
@@ -83,7 +83,8 @@ TEXT_ONLY = (
 )
 NOT_KEPT = "the image was neither read nor kept"
 INLINE_ONLY = "it reads only files sent inline (base64)"
-AFTER_ROUTE = ["load_history", "retrieve", "recall"]
+#: What runs next, side by side, once the message is read (after ``route``, or after this node).
+AFTER_ROUTE: list[Literal["load_history", "retrieve", "recall"]] = ["load_history", "retrieve", "recall"]
 
 
 class Refused(ValueError):
@@ -145,7 +146,8 @@ def _pointer(block: dict[str, Any]) -> tuple[str, str]:
     ``file.file_id``, or the older form's ``id`` with ``source_type: "id"`` (elsewhere ``id`` names the
     block itself, not a file).
     """
-    file = block.get("file") if isinstance(block.get("file"), dict) else {}
+    given = block.get("file")
+    file: dict[str, Any] = given if isinstance(given, dict) else {}
     url = str(block.get("url") or (_part(block) if block.get("type") == "image_url" else ""))
     url = "" if url.startswith("data:") else url
     file_id = (
@@ -348,4 +350,4 @@ async def ingest_uploads(state: AgentState, runtime: Runtime[Context], *, servic
 
 def route_uploads(state: AgentState) -> list[Literal["ingest_uploads", "load_history", "retrieve", "recall"]]:
     """A message carrying files goes through ``ingest_uploads`` first, so retrieval can find them."""
-    return ["ingest_uploads"] if attachments(state["messages"][-1]) else list(AFTER_ROUTE)  # type: ignore[list-item]
+    return ["ingest_uploads"] if attachments(state["messages"][-1]) else list(AFTER_ROUTE)

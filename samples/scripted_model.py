@@ -99,6 +99,7 @@ class ScriptedLLM:
         """The ``/v1`` URL to give ``ChatOpenAI(base_url=...)``."""
         assert self._server is not None, "server not started"
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str), "a bound AF_INET socket names its host as text"
         return f"http://{host}:{port}/v1"
 
     def start(self, port: int = 0) -> ScriptedLLM:

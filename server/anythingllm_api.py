@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -182,12 +182,12 @@ async def read_body(request: Request, limit: int) -> bytes:
 # ── workspaces ─────────────────────────────────────────────────────────────────────────────────────────
 
 
-def settings_of(assistant: dict[str, Any]) -> dict[str, Any]:
+def settings_of(assistant: Mapping[str, Any]) -> dict[str, Any]:
     """An assistant's workspace settings: its context, or the configurable of older assistants."""
     return dict(assistant.get("context") or (assistant.get("config") or {}).get("configurable") or {})
 
 
-async def workspace(client: LangGraphClient, slug: str) -> dict[str, Any]:
+async def workspace(client: LangGraphClient, slug: str) -> Mapping[str, Any]:
     """The caller's assistant for ``slug``; 404 when the caller has no such workspace.
 
     The server shows each caller their own assistants only, so a stranger's workspace is unknown here.
@@ -200,13 +200,13 @@ async def workspace(client: LangGraphClient, slug: str) -> dict[str, Any]:
     return found
 
 
-async def workspaces(client: LangGraphClient) -> dict[str, dict[str, Any]]:
+async def workspaces(client: LangGraphClient) -> dict[str, Mapping[str, Any]]:
     """The caller's workspaces by slug, each with the assistant that holds its settings."""
     slugs = {workspace_of(a) for a in await workspace_assistants(client)} | {DEFAULT_WORKSPACE}
     return {slug: await workspace(client, slug) for slug in sorted(slugs)}
 
 
-def workspace_record(slug: str, assistant: dict[str, Any]) -> dict[str, Any]:
+def workspace_record(slug: str, assistant: Mapping[str, Any]) -> dict[str, Any]:
     """A workspace as AnythingLLM lists it, its settings read from the assistant (defaults filled in)."""
     values = {k: v for k, v in settings_of(assistant).items() if k != "user_id"}
     try:
@@ -621,7 +621,7 @@ async def chat_history(request: Request, key: str, name: str) -> Response:
         thread_id = await conversation(client, slug, key, name, create=False)
         if thread_id is None and key == THREAD_KEY:
             raise ApiError(404, {"message": "Thread not found"})
-        state = await client.threads.get_state(thread_id) if thread_id else {}
+        state: Mapping[str, Any] = await client.threads.get_state(thread_id) if thread_id else {}
     return JSONResponse({"history": history_of(state.get("values") or {})})
 
 

@@ -25,9 +25,10 @@ import hashlib
 import hmac
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID, uuid5
 
 from langgraph_sdk import Auth
@@ -56,7 +57,24 @@ SERVICE_ASSISTANTS = {SERVICE_GRAPH, str(uuid5(UUID("6ba7b821-9dad-11d1-80b4-00c
 
 auth = Auth()
 Ctx = Auth.types.AuthContext
-Filter = Auth.types.FilterType | None
+#: What a handler returns: the SDK's filter, or an ``$or`` of them (which the SDK's type leaves out).
+Filter = Auth.types.FilterType | dict[str, list[Auth.types.FilterType]] | None
+H = TypeVar("H", bound=Callable[..., Awaitable[Filter]])
+
+
+def _handles(*actions: Callable[[Any], object]) -> Callable[[H], H]:
+    """Register a handler for each of ``actions`` (``auth.on.threads.read``, ...), and return it as it is.
+
+    The SDK's decorators type ``value`` as their action's own TypedDict, so one handler cannot be stacked
+    under several of them; these handlers take the plain dict both servers send (Aegra's shapes differ).
+    """
+
+    def register(handler: H) -> H:
+        for action in actions:
+            action(handler)
+        return handler
+
+    return register
 
 
 @cache
@@ -137,7 +155,8 @@ def _is_service(ctx: Ctx) -> bool:
 def _service_only(value: dict[str, Any] | None, what: str) -> None:
     """Refuse the service anything but the ``memory`` graph; ``value`` names the graph (``None``: nothing)."""
     value = value or {}
-    payload = value.get("payload") if isinstance(value.get("payload"), dict) else {}
+    given = value.get("payload")
+    payload = given if isinstance(given, dict) else {}
     if str(value.get("assistant_id") or payload.get("assistant_id")) not in SERVICE_ASSISTANTS:
         raise Auth.exceptions.HTTPException(
             status_code=403, detail=f"the service identity runs the {SERVICE_GRAPH} graph only, not {what}"
@@ -170,7 +189,7 @@ def _admit_run(parts: dict[str, Any], owner: str | None) -> None:
         parts["context"] = {**context, "user_id": owner}
 
 
-@auth.on.threads.create_run
+@_handles(auth.on.threads.create_run)
 async def on_run(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """A run or a resume: its settings may tighten approval only, and its user is the caller.
 
@@ -187,7 +206,7 @@ async def on_run(ctx: Ctx, value: dict[str, Any]) -> Filter:
     return _only(owner)
 
 
-@auth.on.threads.update
+@_handles(auth.on.threads.update)
 async def on_thread_update(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """Metadata and cancelling are the owner's; a state write (only a thread id) is nobody's.
 
@@ -203,7 +222,7 @@ async def on_thread_update(ctx: Ctx, value: dict[str, Any]) -> Filter:
     return _only(owner)
 
 
-@auth.on.threads.create
+@_handles(auth.on.threads.create)
 async def on_thread_create(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """A new thread is its creator's."""
     owner = _owner(ctx)
@@ -213,16 +232,13 @@ async def on_thread_create(ctx: Ctx, value: dict[str, Any]) -> Filter:
     return _only(owner)
 
 
-@auth.on.threads.read
-@auth.on.threads.delete
-@auth.on.threads.search
+@_handles(auth.on.threads.search, auth.on.threads.delete, auth.on.threads.read)
 async def on_thread_access(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """Reading (state, history, runs), deleting and searching: one's own threads only."""
     return _only(_owner(ctx))
 
 
-@auth.on.assistants.create
-@auth.on.assistants.update
+@_handles(auth.on.assistants.update, auth.on.assistants.create)
 async def on_assistant_write(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """A workspace's settings: well-typed, the owner's, and never a run's own ``also_ask``."""
     if _is_service(ctx):
@@ -240,14 +256,13 @@ async def on_assistant_write(ctx: Ctx, value: dict[str, Any]) -> Filter:
     return _only(owner)
 
 
-@auth.on.assistants.read
-@auth.on.assistants.search
+@_handles(auth.on.assistants.search, auth.on.assistants.read)
 async def on_assistant_read(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """One's own assistants and the server's built-in one per graph."""
     return _only(_owner(ctx), {"created_by": "system"})
 
 
-@auth.on.assistants.delete
+@_handles(auth.on.assistants.delete)
 async def on_assistant_delete(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """An assistant is deleted by its owner only."""
     return _only(_owner(ctx))
@@ -286,7 +301,7 @@ def _admit_cron(ctx: Ctx, value: dict[str, Any], owner: str | None) -> None:
         )
 
 
-@auth.on
+@_handles(auth.on)
 async def on_anything_else(ctx: Ctx, value: dict[str, Any]) -> Filter:
     """Crons and whatever else the server adds: the owner's only, and a cron runs under the run rules.
 

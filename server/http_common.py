@@ -15,6 +15,7 @@ from typing import Any
 
 from langgraph_sdk import Auth, get_client
 from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.schema import Assistant
 from starlette.requests import Request
 
 from .auth import LOCAL_USER, SERVICE, api_keys, authenticate
@@ -109,13 +110,13 @@ async def read_json(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, 
     return value
 
 
-async def workspace_assistants(client: LangGraphClient) -> list[dict[str, Any]]:
+async def workspace_assistants(client: LangGraphClient) -> list[Assistant]:
     """The caller's agent assistants (the server shows each caller their own and the built-in one).
 
     Raises:
         httpx.HTTPStatusError: The server refused the search.
     """
-    found: list[dict[str, Any]] = []
+    found: list[Assistant] = []
     while True:
         page = await client.assistants.search(graph_id="agent", limit=100, offset=len(found))
         found += page
@@ -123,14 +124,14 @@ async def workspace_assistants(client: LangGraphClient) -> list[dict[str, Any]]:
             return found
 
 
-def workspace_of(assistant: dict[str, Any]) -> str:
+def workspace_of(assistant: Assistant) -> str:
     """The workspace slug an assistant serves: its context's ``workspace``, else ``default``."""
     context = assistant.get("context") or (assistant.get("config") or {}).get("configurable") or {}
     workspace = context.get("workspace") if isinstance(context, dict) else None
     return workspace if isinstance(workspace, str) and workspace else "default"
 
 
-async def assistant_for(client: LangGraphClient, workspace: str) -> dict[str, Any] | None:
+async def assistant_for(client: LangGraphClient, workspace: str) -> Assistant | None:
     """The caller's assistant for a workspace: their own newest one, else the built-in one for ``default``.
 
     Another user's assistants are never returned (the server does not show them), so another user's

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import Any, Literal
+from typing import Literal
 
 from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.schema import Cron
 
-from ..cli.memories import DEFAULT_INTERVAL, parse_interval
+from ..graphs.schedule import DEFAULT_INTERVAL, parse_interval
 from .auth import SERVICE_KEY_ENV
 
 JOB = {"managed_by": "workspace-agent", "job": "memory-extraction"}
@@ -78,7 +79,7 @@ def scheduler_env(interval: str | None) -> dict[str, str]:
 
 async def ensure_memory_cron(
     client: LangGraphClient, interval: str | None
-) -> tuple[dict[str, Any] | None, Literal["created", "updated", "unchanged", "removed", "off"]]:
+) -> tuple[Cron | None, Literal["created", "updated", "unchanged", "removed", "off"]]:
     """Make exactly one memory cron exist with ``interval``'s schedule (none when off).
 
     The caller holds a lock (the launcher: a PostgreSQL advisory lock), so two launchers starting at once

@@ -25,7 +25,7 @@ import logging
 import struct
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,7 +199,7 @@ def parse_chat(body: dict[str, Any]) -> Chat:
     )
 
 
-async def resolve_assistant(client: LangGraphClient, workspace: str) -> dict[str, Any]:
+async def resolve_assistant(client: LangGraphClient, workspace: str) -> Mapping[str, Any]:
     """The caller's assistant for a workspace; the agent's built-in one for ``default``.
 
     Raises:
@@ -215,7 +215,7 @@ async def resolve_assistant(client: LangGraphClient, workspace: str) -> dict[str
     )
 
 
-async def check_settings(assistant: dict[str, Any], chat: Chat) -> None:
+async def check_settings(assistant: Mapping[str, Any], chat: Chat) -> None:
     """Refuse before any run what the graph would refuse at its first step: the turn's settings, merged.
 
     A ``max_tokens`` the model's window cannot hold is the client's mistake (400), not a failed turn. The
@@ -269,7 +269,7 @@ def pending_note(requests: list[dict[str, Any]]) -> str:
     )
 
 
-def _interrupts(state: dict[str, Any]) -> list[dict[str, Any]]:
+def _interrupts(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The pending approval requests of a thread's state (both servers put them on the tasks)."""
     found = [i for task in state.get("tasks") or [] for i in task.get("interrupts") or []]
     found += [i for i in state.get("interrupts") or [] if i not in found]
@@ -279,7 +279,7 @@ def _interrupts(state: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _usage(turn: list[dict[str, Any]], chat: Chat, text: str) -> dict[str, int]:
     """Tokens of the turn: as the model reported them, else counted with the tokenizer the graph uses."""
-    reported = [m.get("usage_metadata") for m in turn if m.get("type") == "ai" and m.get("usage_metadata")]
+    reported = [u for m in turn if m.get("type") == "ai" and (u := m.get("usage_metadata"))]
     if reported:
         prompt = sum(int(u.get("input_tokens") or 0) for u in reported)
         completion = sum(int(u.get("output_tokens") or 0) for u in reported)
@@ -290,7 +290,7 @@ def _usage(turn: list[dict[str, Any]], chat: Chat, text: str) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def outcome_of(state: dict[str, Any], chat: Chat) -> Outcome:
+def outcome_of(state: Mapping[str, Any], chat: Chat) -> Outcome:
     """The answer, why it stopped, its sources and tokens, from the thread's state after the run."""
     values = state.get("values") or {}
     messages = values.get("messages") or []
@@ -334,10 +334,11 @@ class Turn:
         Raises:
             RouteError: The run failed on the server.
         """
+        run_input: dict[str, Any] = {"messages": self.chat.messages}
         parts = self.client.runs.stream(
             self.thread_id,
             self.assistant_id,
-            input={"messages": self.chat.messages},
+            input=run_input,
             context=run_context(self.chat),
             stream_mode="messages-tuple",
             on_disconnect="cancel",
@@ -463,7 +464,7 @@ async def stream_completion(turn: Turn, cid: str) -> AsyncIterator[str]:
             {"error": {"message": exc.message, "type": "server_error", "param": None, "code": exc.code}}
         )
     except httpx.HTTPStatusError as exc:
-        yield _sse(json.loads(_server_refusal(exc).body))
+        yield _sse(json.loads(bytes(_server_refusal(exc).body)))
     except BaseException:
         _close_later(turn)
         raise

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..graphs.context import Context, ContextError, check_type
-from ..nodes.history import ATTACHMENT_TYPES
+from ..graphs.conversation import ATTACHMENT_TYPES
 from ..nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
 
 #: A run's own narrowing, which an assistant may not set: a run wins the merge, so it could clear them.

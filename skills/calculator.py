@@ -61,7 +61,11 @@ def _evaluate(node: ast.AST, depth: int = 0) -> float:
         raise CalculationRefused(f"the expression is nested more than {MAX_DEPTH} levels deep")
     if isinstance(node, ast.Expression):
         return _evaluate(node.body, depth + 1)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and type(node.value) is not bool
+    ):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left, depth + 1), _evaluate(node.right, depth + 1)

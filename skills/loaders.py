@@ -100,7 +100,8 @@ def document_roots(extra: Iterable[str | Path] = ()) -> list[Path]:
     from a run. Roots are resolved, so a root that is itself a symlink means its target.
     """
     setting = os.environ.get(ROOTS_SETTING, "")
-    given = [p for p in setting.split(os.pathsep) if p.strip()] or [default_documents_folder(), SAMPLES_ROOT]
+    given: list[str | Path] = [p for p in setting.split(os.pathsep) if p.strip()]
+    given = given or [default_documents_folder(), SAMPLES_ROOT]
     return [Path(p).expanduser().resolve() for p in [*given, *extra]]
 
 

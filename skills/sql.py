@@ -41,11 +41,11 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import psycopg
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -291,7 +291,9 @@ async def _pg_read(
             cursor = conn.cursor()
             rows: list[tuple[Any, ...]] = []
             more = False
-            async with aclosing(cursor.stream(query, params)) as stream:
+            # psycopg annotates ``stream`` as an AsyncIterator; it is an async generator, with ``aclose``
+            stream_rows = cast(AsyncGenerator[tuple[Any, ...], None], cursor.stream(query, params))
+            async with aclosing(stream_rows) as stream:
                 async for row in stream:
                     if len(rows) == settings.max_rows:
                         more = True
@@ -440,8 +442,10 @@ def sql_tools(settings: SqlSettings | None = None) -> list[BaseTool]:
         chosen = _pick(settings, connection)
         if not query.strip():
             raise ToolException("the query is empty")
-        read = _pg_read if chosen.kind == "postgresql" else _sqlite_read
-        columns, rows, more = await read(chosen, query, None if chosen.kind == "postgresql" else (), settings)
+        if chosen.kind == "postgresql":
+            columns, rows, more = await _pg_read(chosen, query, None, settings)
+        else:
+            columns, rows, more = await _sqlite_read(chosen, query, (), settings)
         return format_rows(columns, rows, more, settings.max_rows)
 
     return [

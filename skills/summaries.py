@@ -28,6 +28,7 @@ from langgraph.types import interrupt
 
 from ..checkpoints.chunks import Document, DocumentStore
 from ..graphs.context import Context
+from ..graphs.prompts import SECTION_PROMPT
 from ..providers.tokens import count, encoding
 from .document_tools import live_settings
 
@@ -39,12 +40,6 @@ SECTIONS_BEFORE_ASKING = 3
 DESCRIPTION_CHARS = 120
 _CACHE_LIMIT = 256
 _sections: dict[str, str] = {}
-
-SECTION_PROMPT = (
-    "You summarize a long document one section at a time. Write the key points of everything read so "
-    "far: the earlier key points, updated with this section. Facts, figures and names only, as short "
-    "bullet points, at most {words} words."
-)
 
 
 def _description(opening: str) -> str:

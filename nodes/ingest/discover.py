@@ -11,10 +11,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from ...checkpoints.chunks import DocumentStore
-from ...graphs.state import decision
+from ...graphs.context import IngestContext
+from ...graphs.state import IngestState, decision
 from ...skills.documents import embedder
 from ...skills.loaders import SUPPORTED_SUFFIXES, OutsideRoots, document_roots, inside_roots
-from .state import IngestContext, IngestState
 
 
 def _walk(paths: list[str], roots: list[Path]) -> tuple[list[str], list[dict[str, str]], int]:

@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from langgraph.runtime import Runtime
 
 from ...checkpoints.chunks import DocumentStore
-from ...graphs.state import decision
+from ...graphs.context import IngestContext
+from ...graphs.state import FileTask, decision
 from ...skills.documents import index_document
 from ...skills.extraction import extract_bounded
 from ...skills.loaders import content_hash, document_roots, read_document
-from .state import FileTask, IngestContext
 
 
 async def index_file(
@@ -37,7 +38,7 @@ async def index_file(
         data = await asyncio.to_thread(read_document, path, roots)
         digest = content_hash(data)
         known = await store.get_document(ctx.documents, str(path))
-        entry = {"path": str(path), "title": path.name}
+        entry: dict[str, Any] = {"path": str(path), "title": path.name}
         if known and (known.content_hash, known.chunk_size, known.chunk_overlap) == (
             digest,
             ctx.chunk_size,

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from .state import IngestContext, IngestState
+from ...graphs.context import IngestContext
+from ...graphs.state import IngestState
 
 OUTCOMES = ("added", "unchanged", "replaced", "failed")
 
 
 async def report(state: IngestState, runtime: Runtime[IngestContext]) -> dict:
     """Sort each outcome list by path, so a client (and a test) reads the same report every time."""
-    return {key: Overwrite(sorted(state.get(key) or [], key=lambda e: e["path"])) for key in OUTCOMES}
+    lists = {key: cast("list[dict[str, Any]]", state.get(key) or []) for key in OUTCOMES}
+    return {key: Overwrite(sorted(entries, key=lambda e: e["path"])) for key, entries in lists.items()}

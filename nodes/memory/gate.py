@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from ...graphs.state import Decision, decision
-from .state import MemoryContext, MemoryState, Report
+from ...graphs.context import MemoryContext
+from ...graphs.state import Decision, MemoryState, Report, decision
+from .rows import DONE, skipped_row
 
 
 def _skip_reason(group: dict[str, Any], ctx: MemoryContext) -> str | None:
@@ -50,19 +50,7 @@ def gate_groups(state: MemoryState, runtime: Runtime[MemoryContext]) -> dict:
                 )
             notes.append(decision("M1", "code", {**who, "read": True}, why))
         else:
-            skipped.append(
-                {
-                    **who,
-                    "batch": None,
-                    "chat_ids": [],
-                    "read": 0,
-                    "stored": 0,
-                    "marked": 0,
-                    "dropped": [],
-                    "skipped": reason,
-                    "error": None,
-                }
-            )
+            skipped.append(skipped_row(group, reason))
             notes.append(decision("M1", "code", {**who, "read": False}, f"left for a later run: {reason}"))
     return {"ready": ready, "report": skipped, "decisions": notes}
 
@@ -70,4 +58,4 @@ def gate_groups(state: MemoryState, runtime: Runtime[MemoryContext]) -> dict:
 def route_groups(state: MemoryState) -> list[Send] | Literal["__end__"]:
     """One ``process_group`` task per group that passed the gates; the groups run side by side."""
     ready = state.get("ready") or []
-    return [Send("process_group", {"group": group}) for group in ready] if ready else END
+    return [Send("process_group", {"group": group}) for group in ready] if ready else DONE

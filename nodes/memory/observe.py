@@ -5,35 +5,15 @@ from __future__ import annotations
 from typing import Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from ...graphs.state import decision
+from ...graphs.context import MemoryContext
+from ...graphs.prompts import OBSERVER_PROMPT
+from ...graphs.services import MemoryServices
+from ...graphs.state import GroupState, decision
 from ...providers.tokens import message_text
 from .answers import MAX_OBSERVATIONS, Observations, parse_answer
-from .state import (
-    GroupState,
-    MemoryContext,
-    MemoryServices,
-    batch_failed,
-)
-
-OBSERVER_PROMPT = """\
-You help an assistant remember its user between conversations. Below are recent conversations between \
-the user and the assistant. Note what would still be useful to know about the user weeks from now.
-
-Worth noting: the user's name (always, when they give it), their role or occupation, the projects they \
-work on, the tools, languages and conventions they use, and lasting preferences about how they want to be \
-answered. Not worth noting: one-off questions or tasks, anything the assistant said or believes, moods, \
-greetings and thanks, and secrets such as passwords, keys or account numbers.
-
-Write each fact as one short, self-contained sentence about "the user". Give at most 3 facts, the most \
-useful first, each with a confidence: "high" when the user said it plainly, "medium" when it is strongly \
-implied, "low" when it is a guess.
-
-Reply with JSON only, in this form:
-{"observations": [{"content": "The user ...", "confidence": "high"}]}
-Reply {"observations": []} when nothing is worth remembering."""
+from .rows import DONE, batch_failed
 
 
 def render_chats(state: GroupState) -> str:
@@ -74,5 +54,5 @@ async def observe(state: GroupState, runtime: Runtime[MemoryContext], *, service
 def route_after_observe(state: GroupState) -> Literal["reflect", "store", "__end__"]:
     """Candidates go to the reflector; none means the batch is read and only needs marking; failure ends."""
     if state.get("error"):
-        return END
+        return DONE
     return "reflect" if state.get("candidates") else "store"

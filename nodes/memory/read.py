@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from ...graphs.state import decision
-from .state import GroupState, MemoryContext, MemoryServices
+from ...graphs.context import MemoryContext
+from ...graphs.services import MemoryServices
+from ...graphs.state import GroupState, decision
+from .rows import DONE
 
 
 def cap(text: str, limit: int) -> str:
@@ -31,8 +32,10 @@ async def read_batch(state: GroupState, runtime: Runtime[MemoryContext], *, serv
     group = state["group"]
     if not state.get("batch_no"):  # the group passed the gates: remember it, in case a batch fails
         await services.memories.admit(group["user_id"], group["workspace"], group["max_id"])
+    cursor = state.get("cursor")  # a tuple written to the checkpoint reads back as a list
+    after = (str(cursor[0]), int(cursor[1])) if cursor else None
     chats = await services.memories.read_batch(
-        group["user_id"], group["workspace"], group["max_id"], state.get("cursor"), ctx.batch_size
+        group["user_id"], group["workspace"], group["max_id"], after, ctx.batch_size
     )
     if not chats:
         return {"batch": []}
@@ -62,4 +65,4 @@ async def read_batch(state: GroupState, runtime: Runtime[MemoryContext], *, serv
 
 def route_after_read(state: GroupState) -> Literal["observe", "__end__"]:
     """A batch goes to the observer; when nothing is left the group is done."""
-    return "observe" if state.get("batch") else END
+    return "observe" if state.get("batch") else DONE

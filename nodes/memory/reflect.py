@@ -5,36 +5,16 @@ from __future__ import annotations
 from typing import Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from ...checkpoints.memories import GLOBAL_LIMIT, WORKSPACE_LIMIT, Memory
-from ...graphs.state import decision
+from ...graphs.context import MemoryContext
+from ...graphs.prompts import REFLECTOR_PROMPT
+from ...graphs.services import MemoryServices
+from ...graphs.state import GroupState, decision
 from ...providers.tokens import message_text
 from .answers import Proposals, parse_answer
-from .state import (
-    GroupState,
-    MemoryContext,
-    MemoryServices,
-    batch_failed,
-)
-
-REFLECTOR_PROMPT = """\
-You keep a small, tidy set of memories about a user. You are given candidate facts from recent \
-conversations and the memories already kept. Decide which candidates to keep and where.
-
-Scope: "global" for facts that hold in every workspace (name, role, language, general preferences); \
-"workspace" for facts tied to this workspace's subject or project.
-Kept memories: if a candidate says nothing new, leave it out. If it corrects or sharpens a kept memory, \
-return an "update" with that memory's id and the full new text, instead of a second memory.
-Confidence: keep "low" candidates only when they are about who the user is; keep "medium" ones only when \
-they are lasting preferences; "high" ones when they are worth remembering at all.
-Space: never create more memories of a scope than it has free slots.
-
-Reply with JSON only, in this form:
-{"memories": [{"action": "create", "scope": "workspace", "content": "The user ..."}, \
-{"action": "update", "scope": "global", "update_id": 12, "content": "The user ..."}]}
-Reply {"memories": []} when nothing should change."""
+from .rows import DONE, batch_failed
 
 
 def _listing(title: str, memories: list[Memory], limit: int) -> str:
@@ -81,4 +61,4 @@ async def reflect(state: GroupState, runtime: Runtime[MemoryContext], *, service
 
 def route_after_reflect(state: GroupState) -> Literal["store", "__end__"]:
     """Proposals (even none) are stored with the batch's marking; a failure ends the group's run."""
-    return END if state.get("error") else "store"
+    return DONE if state.get("error") else "store"

@@ -6,8 +6,9 @@ from dataclasses import asdict
 
 from langgraph.runtime import Runtime
 
-from ...graphs.state import decision
-from .state import MemoryContext, MemoryServices, MemoryState
+from ...graphs.context import MemoryContext
+from ...graphs.services import MemoryServices
+from ...graphs.state import MemoryState, decision
 
 
 async def select_chats(

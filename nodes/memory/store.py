@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from ...checkpoints.memories import Change
-from ...graphs.state import decision
-from .state import GroupState, MemoryContext, MemoryServices, batch_row
+from ...graphs.context import MemoryContext
+from ...graphs.services import MemoryServices
+from ...graphs.state import GroupState, decision
+from .rows import DONE, batch_failed, batch_row
 
 
 async def store(state: GroupState, runtime: Runtime[MemoryContext], *, services: MemoryServices) -> dict:
@@ -26,12 +27,7 @@ async def store(state: GroupState, runtime: Runtime[MemoryContext], *, services:
             group["user_id"], group["workspace"], [Change(**c) for c in state.get("changes") or []], ids
         )
     except Exception as exc:  # rolled back: nothing stored, nothing marked
-        error = f"store: {type(exc).__name__}: {exc}"
-        return {
-            "error": error,
-            "report": [batch_row(state, error=error)],
-            "decisions": [decision("M1", "code", {"batch": batch_no, "marked": 0}, error)],
-        }
+        return batch_failed(state, f"store: {type(exc).__name__}: {exc}")
     stored = applied.created + applied.updated
     why = f"{stored} memor{'y' if stored == 1 else 'ies'} stored; the {applied.marked} chats read are marked"
     if applied.dropped:
@@ -44,4 +40,4 @@ async def store(state: GroupState, runtime: Runtime[MemoryContext], *, services:
 
 def route_after_store(state: GroupState) -> Literal["read_batch", "__end__"]:
     """Read on until none is left (``read_batch`` finds nothing); a failure ends the group's run."""
-    return END if state.get("error") else "read_batch"
+    return DONE if state.get("error") else "read_batch"

@@ -1,6 +1,8 @@
-"""Which chat model the project talks to and what it can do: the one source every entry point reads.
+"""Which chat model the project talks to and what it can do, resolved from the deployment's environment.
 
-The CLI, ``langgraph dev`` and a program calling ``graph.invoke`` all come here, so they agree:
+Every entry point resolves the settings once and passes them down: ``build_graph`` when it builds a graph
+(under ``langgraph dev`` and Aegra, when the server imports it), the CLI when it chooses its model. Nothing
+reads the environment per call, and nothing here changes it.
 
 - ``OPENAI_BASE_URL`` set: that OpenAI-compatible endpoint, model ``CHAT_MODEL``, key ``OPENAI_API_KEY``.
   It is assumed to call tools natively, and its window is looked up by model family.
@@ -13,15 +15,14 @@ The CLI, ``langgraph dev`` and a program calling ``graph.invoke`` all come here,
 ``CALL_GRAMMAR`` says whether the endpoint takes a llama.cpp grammar for prompted calls (``call_grammar``):
 on for the embedded model, off for other endpoints unless they are llama.cpp servers and it is set;
 ``MODEL_TIMEOUT`` (seconds, default 120; 300 for the embedded model) and ``MODEL_MAX_RETRIES`` (default 1)
-bound how long a hung endpoint can hold a turn. Settings are read from the environment on every call: they
-cost microseconds, and a process whose environment changes (tests, a CLI's ``--demo``) sees the change.
+bound how long a hung endpoint can hold a turn.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -32,8 +33,8 @@ DEFAULT_TIMEOUT = 120.0
 LOCAL_TIMEOUT = 300.0
 
 
-def _env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
+def _env_bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = environ.get(name)
     if raw is None or raw == "":
         return default
     if raw.lower() in ("1", "true", "yes", "on"):
@@ -43,8 +44,10 @@ def _env_bool(name: str, default: bool) -> bool:
     raise ValueError(f"{name}={raw!r} is not a boolean: use true or false")
 
 
-def _env_number(name: str, kind: type[int] | type[float], default: float | None, low: float) -> float | None:
-    raw = os.environ.get(name)
+def _env_number(
+    environ: Mapping[str, str], name: str, kind: type[int] | type[float], default: float | None, low: float
+) -> float | None:
+    raw = environ.get(name)
     if raw is None or raw == "":
         return default
     try:
@@ -63,6 +66,7 @@ class ModelSettings:
     Attributes:
         kind: ``local`` (the embedded model, started on first use) or ``endpoint``.
         base_url: The endpoint's URL; ``None`` for the local model until its server is found or started.
+        api_key: The endpoint's key (never shown in a repr).
         setting: The environment variable a person changes to point somewhere else.
         native_tool_calling: Whether the model returns tool calls natively (A3 uses the agent only then).
         context_window: Tokens the model accepts; ``None`` means "look up the model family".
@@ -73,7 +77,7 @@ class ModelSettings:
 
     kind: Literal["local", "endpoint"]
     base_url: str | None
-    api_key: str
+    api_key: str = field(repr=False)
     model: str
     native_tool_calling: bool
     context_window: int | None
@@ -83,31 +87,37 @@ class ModelSettings:
     setting: str = "OPENAI_BASE_URL"
 
 
-def model_settings() -> ModelSettings:
+def model_settings(environ: Mapping[str, str] | None = None) -> ModelSettings:
     """The chat model's settings from the environment, with the provider's facts as defaults.
+
+    Args:
+        environ: The variables to read; the process's environment unless given (the CLI's demo passes
+            its own endpoint this way). The embedded model's own settings (``LOCAL_MODEL``,
+            ``LOCAL_MODEL_CONTEXT``, ``LOCAL_MODEL_PATH``) are its server's and always the process's.
 
     Raises:
         ValueError: An environment variable has a value of the wrong kind; the message names it.
 
     """
-    base_url = os.environ.get("OPENAI_BASE_URL") or None
-    api_key = os.environ.get("OPENAI_API_KEY") or None
+    env = os.environ if environ is None else environ
+    base_url = env.get("OPENAI_BASE_URL") or None
+    api_key = env.get("OPENAI_API_KEY") or None
     endpoint = bool(base_url or api_key)
     default = DEFAULT_TIMEOUT if endpoint else LOCAL_TIMEOUT
-    timeout = float(_env_number("MODEL_TIMEOUT", float, default, 0.1) or default)
-    retries = int(_env_number("MODEL_MAX_RETRIES", int, 1, 0) or 0)
-    window = _env_number("CONTEXT_WINDOW", int, None, 512)
+    timeout = float(_env_number(env, "MODEL_TIMEOUT", float, default, 0.1) or default)
+    retries = int(_env_number(env, "MODEL_MAX_RETRIES", int, 1, 0) or 0)
+    window = _env_number(env, "CONTEXT_WINDOW", int, None, 512)
     if endpoint:
         return ModelSettings(
             kind="endpoint",
             base_url=base_url or OPENAI_API,
             api_key=api_key or "not-needed",
-            model=os.environ.get("CHAT_MODEL") or ("local" if base_url else "gpt-4o-mini"),
-            native_tool_calling=_env_bool("NATIVE_TOOL_CALLING", True),
+            model=env.get("CHAT_MODEL") or ("local" if base_url else "gpt-4o-mini"),
+            native_tool_calling=_env_bool(env, "NATIVE_TOOL_CALLING", True),
             context_window=int(window) if window else None,
             timeout=timeout,
             max_retries=retries,
-            call_grammar=_env_bool("CALL_GRAMMAR", False),
+            call_grammar=_env_bool(env, "CALL_GRAMMAR", False),
         )
     from ..local.model_file import MODEL_PATH_ENV, pinned_model
     from ..local.model_server import context_size
@@ -118,11 +128,11 @@ def model_settings() -> ModelSettings:
         base_url=None,
         api_key="local",
         model=Path(custom).stem if custom else pinned_model().name,
-        native_tool_calling=_env_bool("NATIVE_TOOL_CALLING", False),
+        native_tool_calling=_env_bool(env, "NATIVE_TOOL_CALLING", False),
         context_window=int(window) if window else context_size(),
         timeout=timeout,
         max_retries=retries,
-        call_grammar=_env_bool("CALL_GRAMMAR", True),
+        call_grammar=_env_bool(env, "CALL_GRAMMAR", True),
         setting="OPENAI_BASE_URL (unset: the embedded local model)",
     )
 
@@ -134,45 +144,3 @@ def endpoint_url(settings: ModelSettings, progress: Callable[[int, int], None] |
     from ..local.model_server import shared_model_server
 
     return shared_model_server(progress).base_url
-
-
-@dataclass
-class Endpoint:
-    """What the CLI tells a person about the model it chose."""
-
-    label: str
-    settings: ModelSettings
-    keep_alive: object | None = None
-
-
-def choose_endpoint(progress: Callable[[int, int], None] | None = None, *, demo: bool = False) -> Endpoint:
-    """Settle the model for a CLI session: start the local model now (with a progress bar), or the demo.
-
-    The scripted demo server is used when asked for, or when no endpoint is configured and the local model
-    is not installed, and is labelled as what it is: not a model.
-    """
-    if not demo:
-        settings = model_settings()
-        if settings.kind == "endpoint":
-            return Endpoint(f"{settings.model} at {settings.base_url}", settings)
-        from ..local.model_file import LocalModelError
-
-        try:
-            url = endpoint_url(settings, progress)
-        except (ImportError, LocalModelError) as exc:
-            if "not installed" not in str(exc) and not isinstance(exc, ImportError):
-                raise
-        else:
-            label = (
-                f"embedded local model {settings.model} at {url} (llama.cpp, offline, "
-                f"{settings.context_window} tokens; `workspace-agent model stop` frees it)"
-            )
-            return Endpoint(label, settings)
-    from ...samples.scripted_model import ScriptedLLM
-
-    scripted = ScriptedLLM().start()
-    os.environ["OPENAI_BASE_URL"] = scripted.base_url
-    os.environ["CHAT_MODEL"] = "scripted-demo"
-    os.environ.setdefault("OPENAI_API_KEY", "demo")
-    label = "SCRIPTED DEMO SERVER — not a model: it echoes, and asks for the clock on 'time'"
-    return Endpoint(label, model_settings(), scripted)

@@ -2,7 +2,8 @@
 
 One client per endpoint and model is kept, so its HTTP connection pool is reused across turns — per event
 loop, because the async HTTP client belongs to the loop that first used it. Where the endpoint is and what
-the model can do come from ``endpoint.model_settings``.
+the model can do are the ``ModelSettings`` the caller resolved (``Services.settings`` for the graphs); a
+client keeps them, so its faults are explained with the settings it was made with.
 
 A model call that fails because of the endpoint — nothing listening, a hang past ``MODEL_TIMEOUT``, a body
 that is not a chat completion, no ``choices`` — raises ``ModelEndpointError``, whose message names the
@@ -23,6 +24,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackMana
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
+from pydantic import PrivateAttr, SecretStr
 
 from .endpoint import ModelSettings, endpoint_url, model_settings
 from .loops import loop_local
@@ -68,8 +70,22 @@ def describe_fault(exc: BaseException, url: str, settings: ModelSettings) -> str
 class EndpointChatOpenAI(ChatOpenAI):
     """``ChatOpenAI`` that turns endpoint faults into ``ModelEndpointError`` naming the endpoint."""
 
+    _settings: ModelSettings | None = PrivateAttr(default=None)
+
+    def with_settings(self, settings: ModelSettings) -> EndpointChatOpenAI:
+        """Tell the client the settings it was made with, so that its fault messages name them."""
+        self._settings = settings
+        return self
+
+    @property
+    def settings(self) -> ModelSettings:
+        """The settings this client was made with (``with_settings``)."""
+        if self._settings is None:
+            raise RuntimeError("an endpoint client is made by chat_model, which gives it its settings")
+        return self._settings
+
     def _fault(self, exc: BaseException) -> ModelEndpointError:
-        settings = model_settings()
+        settings = self.settings
         if settings.kind == "local":
             from ..local.model_server import forget_shared_model
 
@@ -130,10 +146,10 @@ class EndpointChatOpenAI(ChatOpenAI):
 
 def _client(url: str, settings: ModelSettings, name: str) -> EndpointChatOpenAI:
     return loop_local(
-        ("chat", url, settings.api_key, name, settings.timeout, settings.max_retries),
+        ("chat", url, settings, name),
         lambda: EndpointChatOpenAI(
             base_url=url,
-            api_key=settings.api_key,
+            api_key=SecretStr(settings.api_key),
             model=name,
             temperature=0,
             max_retries=settings.max_retries,
@@ -143,11 +159,11 @@ def _client(url: str, settings: ModelSettings, name: str) -> EndpointChatOpenAI:
             # langchain-openai otherwise shares one async HTTP client per URL across every loop of the
             # process, and a connection opened in one loop fails in another (sync callers run on their own).
             http_async_client=openai.DefaultAsyncHttpxClient(timeout=settings.timeout),
-        ),
+        ).with_settings(settings),
     )
 
 
-def _local_url(settings: ModelSettings) -> tuple[str, str]:
+def _local_url() -> tuple[str, str]:
     """The local model server's URL and the key it takes (started if none is live)."""
     try:
         from ..local.model_server import shared_model_server
@@ -171,34 +187,42 @@ class LocalChatOpenAI(EndpointChatOpenAI):
 
     def _inner(self, server: tuple[str, str]) -> EndpointChatOpenAI:
         url, key = server
-        return _client(url, replace(model_settings(), api_key=key), self.model_name)
+        return _client(url, replace(self.settings, api_key=key), self.model_name)
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        return self._inner(_local_url(model_settings()))._generate(messages, *args, **kwargs)
+        return self._inner(_local_url())._generate(messages, *args, **kwargs)
 
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        url = await asyncio.to_thread(_local_url, model_settings())
+        url = await asyncio.to_thread(_local_url)
         return await self._inner(url)._agenerate(messages, *args, **kwargs)
 
     def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        yield from self._inner(_local_url(model_settings()))._stream(*args, **kwargs)
+        yield from self._inner(_local_url())._stream(*args, **kwargs)
 
     async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
-        url = await asyncio.to_thread(_local_url, model_settings())
+        url = await asyncio.to_thread(_local_url)
         async for chunk in self._inner(url)._astream(*args, **kwargs):
             yield chunk
 
 
-def chat_model(model: str | None = None) -> ChatOpenAI:
-    """The client for ``model`` (default: the settings' model) at the configured endpoint.
+def chat_model(model: str | None = None, settings: ModelSettings | None = None) -> ChatOpenAI:
+    """The client for ``model`` (default: the settings' model) at the settings' endpoint.
 
     Building it does no I/O: for the local model, the server is found (or started) at the first call.
+
+    Args:
+        model: The model's name at the endpoint; the settings' model unless given.
+        settings: Where the endpoint is and how long to wait; a graph passes its own (``Services``). A
+            program or script that has none gets the environment's, resolved now.
     """
-    settings = model_settings()
+    if settings is None:
+        settings = model_settings()
     name = model or settings.model
     if settings.kind == "endpoint":
         return _client(endpoint_url(settings), settings, name)
     return loop_local(
-        ("local-chat", name, settings.timeout, settings.max_retries),
-        lambda: LocalChatOpenAI(model=name, api_key="local", base_url="http://local-model.invalid/v1"),
+        ("local-chat", name, settings),
+        lambda: LocalChatOpenAI(
+            model=name, api_key=SecretStr("local"), base_url="http://local-model.invalid/v1"
+        ).with_settings(settings),
     )

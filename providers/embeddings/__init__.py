@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from langchain_core.embeddings import Embeddings
+from pydantic import SecretStr
 
 from ..chat.loops import loop_local
 
@@ -36,7 +37,11 @@ def _remote(model: str, base_url: str | None, api_key: str) -> Embeddings:
     return loop_local(
         ("embeddings", model, base_url, api_key),
         lambda: OpenAIEmbeddings(
-            model=model, base_url=base_url, api_key=api_key, check_embedding_ctx_length=False, max_retries=1
+            model=model,
+            base_url=base_url,
+            api_key=SecretStr(api_key),
+            check_embedding_ctx_length=False,
+            max_retries=1,
         ),
     )
 

@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
+from ...graphs.prompts import ASK_ANSWER, ASK_NEXT_STEP, RESULTS_HEADER, WAITING
 from ..tokens import count, count_messages, message_text
 from .call_grammar import TEXT_GRAMMAR, call_grammar
 from .call_parsing import names_a_tool, parse_reply
@@ -45,7 +46,6 @@ MIN_ROOM = 48  # reply tokens a reopened list needs at least: about one more cal
 RESULTS_AS = "digest"
 #: The error of a call written with a slot for a result not yet had (``catalog.placeholders``).
 _INTENT = re.compile(r"\b(call|calls|calling|use|need to|invoke)\b", re.IGNORECASE)
-WAITING = "stands where a value belongs: write this call again now, with the value from the results"
 
 
 def parse_tool_calls(text: str, names: set[str]) -> list[dict[str, Any]]:
@@ -128,7 +128,8 @@ async def prompted_turn(
             options.pop(key, None)
         refused = " ".join(str(exc).split())[:300]
         response = await ask(model, options, prompt)
-    text, reopenings, constrained = message_text(response), [], "extra_body" in options
+    reopenings: list[float] = []
+    text, constrained = message_text(response), "extra_body" in options
     if constrained and not answer_only:
         text, reopenings = await _reopen(model, options, prompt, response, offered, schemas)
     if constrained:  # the tokens' probabilities were asked for this decision only; the thread keeps none
@@ -217,7 +218,8 @@ async def _reopen(
     continuation cut off by the token limit is dropped. Returns the text and the chance of another call at
     each close that was reopened.
     """
-    text, prefix, reply, chances = message_text(response), "", response, []
+    chances: list[float] = []
+    text, prefix, reply = message_text(response), "", response
     limit, grammar = options.get("max_tokens"), None
     while len(chances) < MAX_REOPENINGS and reply.response_metadata.get("finish_reason") != "length":
         tokens = (reply.response_metadata.get("logprobs") or {}).get("content") or []
@@ -294,7 +296,9 @@ def _result_lines(messages: list[BaseMessage]) -> list[str]:
     """Each call of the running turn with its result, or why it did not run, as a line of text."""
     start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
     exchange = messages[start + 1 :]
-    results = {m.tool_call_id: message_text(m) for m in exchange if isinstance(m, ToolMessage)}
+    results: dict[str | None, str] = {
+        m.tool_call_id: message_text(m) for m in exchange if isinstance(m, ToolMessage)
+    }
     lines = []
     for m in exchange:
         if not isinstance(m, AIMessage):
@@ -302,8 +306,8 @@ def _result_lines(messages: list[BaseMessage]) -> list[str]:
         for c in m.tool_calls:
             args = json.dumps(c["args"], ensure_ascii=False)
             lines.append(f"- {c['name']}({args}) returned: {results.get(c['id'], '-')}")
-        for c in m.invalid_tool_calls:
-            lines.append(f"- {c['name']}({c['args']}) was not run: {c['error']}")
+        for bad in m.invalid_tool_calls:
+            lines.append(f"- {bad['name']}({bad['args']}) was not run: {bad['error']}")
     return lines
 
 
@@ -319,14 +323,7 @@ def digest(messages: list[BaseMessage], *, more: bool = True) -> list[BaseMessag
     lines = _result_lines(messages)
     if not lines or RESULTS_AS == "messages":
         return messages
-    ask_next = (
-        "If the question needs another step, write its calls as a JSON list now, using these results; "
-        "otherwise answer the question briefly from them, in plain sentences."
-        if more
-        else "No more tools can be used for this question. Answer it briefly from these results, in plain "
-        "sentences, without code."
-    )
-    note = "\n\nTool results for this question:\n" + "\n".join(lines) + "\n" + ask_next
+    note = RESULTS_HEADER + "\n".join(lines) + "\n" + (ASK_NEXT_STEP if more else ASK_ANSWER)
     return [*messages[:start], HumanMessage(message_text(messages[start]) + note)]
 
 

@@ -121,7 +121,7 @@ class _Reader:
 
     def _items(self, close: str, item: Any, build: type) -> Any:
         self.pos += 1
-        items = []
+        items: list[Any] = []
         while True:
             char = self._peek()
             if char == close:
@@ -151,7 +151,8 @@ class _Reader:
         return key, self.value()
 
     def _string(self, quote: str) -> str:
-        out, i, text = [], self.pos + 1, self.text
+        out: list[str] = []
+        i, text = self.pos + 1, self.text
         while i < len(text):
             char = text[i]
             if char == quote:
@@ -191,12 +192,12 @@ def _outermost(text: str) -> Iterator[Any]:
     reader = _Reader(text)
     start = _START.search(text)
     while start:
-        reader.pos = start.start()
+        reader.pos = at = start.start()
         try:
             yield reader.value()
             start = _START.search(text, reader.pos)
         except ValueError:
-            start = _START.search(text, start.start() + 1)
+            start = _START.search(text, at + 1)
 
 
 def _whole(text: str) -> Iterator[Any]:

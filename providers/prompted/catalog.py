@@ -15,16 +15,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
+from pydantic import BaseModel
 
+from ...graphs.prompts import CATALOG_INSTRUCTIONS, REMINDER
 from ..tokens import count, message_text
 
-INSTRUCTIONS = (
-    "You can call the tools below. To call tools, reply with only a JSON list, one object per call:\n"
-    '[{"name": "<tool name>", "arguments": {...}}, {"name": "<tool name>", "arguments": {...}}]\n'
-    "Put every call the request needs in that one list; when the same tool is needed for several things, "
-    "write one object for each. Give every required argument and leave out optional ones you have no value "
-    "for. Write numbers and true/false without quotes. When no tool helps, answer the user in plain text."
-)
 _WORD = re.compile(r"[a-z0-9]+")
 _SLOT = re.compile(r"<([A-Za-z_]\w*)>")
 #: Words a model puts in angle brackets for a value it does not have yet, beside tool and argument names.
@@ -43,7 +38,11 @@ def schema_of(tool: BaseTool) -> dict[str, Any]:
     raw = tool.tool_call_schema
     if raw is None:
         return {}
-    return dict(raw) if isinstance(raw, dict) else raw.model_json_schema()
+    if isinstance(raw, dict):
+        return dict(raw)
+    if issubclass(raw, BaseModel):
+        return raw.model_json_schema()
+    raise TypeError(f"tool {tool.name!r}: a pydantic v1 argument schema is not supported")
 
 
 def _resolve(spec: Any, defs: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +118,7 @@ def describe(tool: BaseTool) -> str:
 
 def catalog(tools: list[BaseTool]) -> str:
     """The instructions and every tool, as appended to the system prompt."""
-    return INSTRUCTIONS + "\n\nTools:\n" + "\n".join(describe(t) for t in tools)
+    return CATALOG_INSTRUCTIONS + "\n\nTools:\n" + "\n".join(describe(t) for t in tools)
 
 
 def fit_tools(tools: list[BaseTool], query: str, budget: int | None) -> tuple[list[BaseTool], list[str]]:
@@ -138,7 +137,7 @@ def fit_tools(tools: list[BaseTool], query: str, budget: int | None) -> tuple[li
 
     ranked = sorted(tools, key=relevance, reverse=True)
     kept: list[BaseTool] = []
-    used = count(INSTRUCTIONS) + 4
+    used = count(CATALOG_INSTRUCTIONS) + 4
     for tool in ranked:
         size = count(describe(tool)) + 1
         if used + size <= budget or not kept:
@@ -179,12 +178,6 @@ def with_catalog(messages: list[BaseMessage], tools: list[BaseTool]) -> list[Bas
     if messages and isinstance(messages[0], SystemMessage):
         return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools)), *messages[1:]]
     return [SystemMessage(catalog(tools)), *messages]
-
-
-#: Said again after the user's message when earlier exchanges stand between it and the catalog.
-REMINDER = (
-    "\n\n(If a tool is needed for this, reply with only the JSON list of calls; otherwise answer directly.)"
-)
 
 
 def with_reminder(messages: list[BaseMessage]) -> list[BaseMessage]:

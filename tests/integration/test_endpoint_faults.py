@@ -98,6 +98,7 @@ async def test_nothing_listening_names_the_endpoint_and_the_setting(
     assert url in str(raised.value) and "cannot be reached" in str(raised.value)
     assert "set OPENAI_BASE_URL" in str(raised.value)
     monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)  # fixed: the same thread answers
+    graph = build_graph(checkpointer=saver)  # a graph keeps the settings it was built with
     llm.push(text_reply("reachable now"))
     out = await graph.ainvoke(user_message("hello"), thread, context=Context(workspace=workspace))
     assert out["messages"][-1].content == "reachable now"

@@ -131,6 +131,7 @@ async def test_a_call_grammar_goes_with_the_catalog_only_when_the_endpoint_takes
     assert not any("grammar" in r for r in llm.requests), "an endpoint is not assumed to be llama.cpp"
 
     monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver)  # a graph keeps the model settings it was built with
     llm.reset()
     llm.push(call, text_reply("42"))
     out = await graph.ainvoke(user_message("@agent and 6*7 again?"), thread, context=context)

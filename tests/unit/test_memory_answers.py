@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from workspace_agent.cli.memories import parse_interval
+from workspace_agent.graphs.context import ContextError, IngestContext, MemoryContext
+from workspace_agent.graphs.schedule import parse_interval
 from workspace_agent.nodes.memory.answers import MalformedAnswer, Observations, Proposals, parse_answer
-from workspace_agent.nodes.memory.state import MemoryContext
 
 
 def test_an_answer_wrapped_in_a_code_fence_and_chatter_is_read():
@@ -60,5 +60,32 @@ def test_bad_intervals_are_refused(text):
 
 def test_the_memory_context_refuses_nonsense_settings():
     assert MemoryContext(model="m").min_chats == 5
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(ValueError, match="'batch_size' must be at least 1, got 0"):
         MemoryContext(batch_size=0)
+
+
+BAD_SETTINGS = [
+    (MemoryContext, "min_chats", 0, "must be at least 1, got 0"),
+    (MemoryContext, "min_chats", True, "must be a whole number"),
+    (MemoryContext, "idle_minutes", -1, "must be at least 0, got -1"),
+    (MemoryContext, "idle_minutes", "20", "must be a number"),
+    (MemoryContext, "max_chars", 99, "must be at least 100"),
+    (MemoryContext, "workspace", 7, "must be a string"),
+    (MemoryContext, "model", None, "must be a string"),
+    (IngestContext, "chunk_size", "1000", "must be a whole number"),
+    (IngestContext, "chunk_overlap", 1000, "must be from 0 up to chunk_size - 1 (999)"),
+    (IngestContext, "batch_size", False, "must be a whole number"),
+    (IngestContext, "workspace", "../other", "must be a slug"),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "name", "value", "says"),
+    BAD_SETTINGS,
+    ids=[f"{s.__name__}.{n}={v!r}" for s, n, v, _ in BAD_SETTINGS],
+)
+def test_the_memory_and_ingest_contexts_name_the_refused_field(schema, name, value, says):
+    with pytest.raises(ContextError) as refused:
+        schema(**{"model": "m", name: value} if schema is MemoryContext else {name: value})
+    assert f"context field '{name}'" in str(refused.value) and says in str(refused.value)
+    assert isinstance(refused.value, ValueError), "callers catching ValueError keep working"

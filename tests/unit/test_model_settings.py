@@ -1,4 +1,8 @@
-"""One source of model settings: the provider's facts reach every Context, and a run cannot exceed them."""
+"""One source of model settings: the provider's facts reach every Context, and a run cannot exceed them.
+
+The settings are resolved once — by ``build_graph``, by the CLI's choice of model, or when a program makes a
+``Context`` of its own — and carried from there; nothing changes the environment to choose a model.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from pydantic import TypeAdapter
 
-from workspace_agent.graphs.context import Context
+from workspace_agent.checkpoints.chatlog import MemoryRecords
+from workspace_agent.cli.endpoint import DEMO_MODEL, choose_endpoint, demo_settings
+from workspace_agent.graphs.agent import build_graph
+from workspace_agent.graphs.context import Context, MemoryContext, context_for
+from workspace_agent.graphs.services import Services
 from workspace_agent.providers.chat.endpoint import DEFAULT_TIMEOUT, LOCAL_TIMEOUT, model_settings
+from workspace_agent.providers.chat.models import chat_model
 from workspace_agent.providers.local import model_server
 from workspace_agent.providers.local.local_model import LocalModelServer, default_threads, thread_count
 from workspace_agent.providers.local.model_file import (
@@ -29,7 +39,8 @@ SETTINGS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALL
 @pytest.fixture
 def bare(monkeypatch):
     local = ("LOCAL_MODEL_CONTEXT", "LOCAL_MODEL_PATH", "LOCAL_MODEL", "LOCAL_MODEL_THREADS", "MODEL_TIMEOUT")
-    for name in (*SETTINGS, *local):
+    others = ("CALL_GRAMMAR", "MODEL_MAX_RETRIES", "MEMORY_MODEL")
+    for name in (*SETTINGS, *local, *others):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -104,7 +115,9 @@ def test_missing_chunk_wheels_say_which_extra_installs_them():
 def test_an_assembled_model_needs_no_chunk_wheels(tmp_path):
     """The serving venv has no chunk wheels: it serves the file another venv assembled in the data folder."""
     pin = ModelPin("m", "m.gguf", "0" * 64, 16, ("workspace-agent-no-such-chunks",), "1.0", "local-m")
-    with pytest.raises(LocalModelError, match=r"not installed.*-m workspace_agent\.providers\.local\.model_file"):
+    with pytest.raises(
+        LocalModelError, match=r"not installed.*-m workspace_agent\.providers\.local\.model_file"
+    ):
         ensure_model_file(tmp_path, pin=pin)
     (tmp_path / "m.gguf").write_bytes(b"x" * 16)
     assert ensure_model_file(tmp_path, pin=pin) == tmp_path / "m.gguf"
@@ -137,3 +150,60 @@ def test_a_shared_server_from_before_the_thread_setting_is_replaced(bare):
     assert old.n_threads == 0 and not model_server._serves_wanted(old)
     current = model_server.RunningModel(**{**asdict(old), "n_threads": thread_count()})
     assert model_server._serves_wanted(current)
+
+
+ENDPOINT = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "CHAT_MODEL": "gpt-4o", "CONTEXT_WINDOW": "16000"}
+
+
+def test_settings_are_read_from_the_mapping_given(bare):
+    settings = model_settings({**ENDPOINT, "CALL_GRAMMAR": "true", "MODEL_TIMEOUT": "7"})
+    assert settings.kind == "endpoint" and settings.model == "gpt-4o" and settings.context_window == 16_000
+    assert settings.call_grammar and settings.timeout == 7
+    assert model_settings().kind == "local", "the process's environment was not read"
+    assert "sk-x" not in repr(model_settings({**ENDPOINT, "OPENAI_API_KEY": "sk-x"})), "a repr hides the key"
+
+
+def test_a_graphs_contexts_take_its_settings_and_clients_see_the_same_schema(bare):
+    settings = model_settings(ENDPOINT)
+    graph = build_graph(records=MemoryRecords(), settings=settings)
+    made = graph.context_schema(workspace="w")  # what LangGraph does with a run's context dict
+    assert isinstance(made, Context) and made.model == "gpt-4o" and made.native_tool_calling is True
+    assert made.context_window == 16_000 and made.window == 16_000
+    assert graph.get_context_jsonschema() == build_graph(records=MemoryRecords()).get_context_jsonschema()
+    assert TypeAdapter(context_for(settings, Context)).json_schema() == TypeAdapter(Context).json_schema()
+    assert context_for(settings, Context) is graph.context_schema, "one schema per settings"
+    assert context_for(settings, MemoryContext)().model == "gpt-4o"
+    bare.setenv("MEMORY_MODEL", "memory-model")
+    assert context_for(settings, MemoryContext)().model == "memory-model"
+
+
+def test_a_context_resolves_its_settings_once_when_it_is_made(bare):
+    context = Context()
+    bare.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    bare.setenv("CONTEXT_WINDOW", "16000")
+    assert context.window == 4096, "the local model's window, as when the context was made"
+    assert Context().window == 16_000, "a new context reads the environment as it is now"
+
+
+def test_services_carry_the_settings_of_their_graph(bare):
+    grammar = model_settings({**ENDPOINT, "CALL_GRAMMAR": "true"})
+    services = Services(records=MemoryRecords(), settings=grammar)
+    assert services.call_grammar() is True
+    client = services.chat_model(context_for(grammar, Context)())
+    assert client.openai_api_base == "http://127.0.0.1:9/v1" and client.model_name == "gpt-4o"
+    assert Services(records=MemoryRecords()).call_grammar() is True, "the embedded model takes a grammar"
+    assert chat_model("other", grammar).openai_api_base == "http://127.0.0.1:9/v1"
+
+
+def test_the_demo_is_chosen_without_changing_the_environment(bare):
+    before = dict(os.environ)
+    settings = demo_settings("http://127.0.0.1:9/v1")
+    assert settings.kind == "endpoint" and settings.model == DEMO_MODEL and settings.api_key == "demo"
+    assert settings.base_url == "http://127.0.0.1:9/v1" and settings.native_tool_calling is True
+    endpoint = choose_endpoint(demo=True)
+    try:
+        assert endpoint.settings.model == DEMO_MODEL and endpoint.settings.base_url != "http://127.0.0.1:9/v1"
+        assert "SCRIPTED DEMO SERVER" in endpoint.label
+    finally:
+        endpoint.keep_alive.stop()  # type: ignore[union-attr]
+    assert dict(os.environ) == before

@@ -83,7 +83,7 @@ def test_a_list_the_model_wrote_gives_both_calls():
 
 def test_several_fenced_blocks_are_several_calls():
     block = (
-        '```json\n{\n  "name": "get_current_weather",\n  "arguments": {\n    "location": "%s"\n  }\n}\n```'  # noqa: E501
+        '```json\n{\n  "name": "get_current_weather",\n  "arguments": {\n    "location": "%s"\n  }\n}\n```'
     )
     text = block % "Boston, MA" + "\n" + block % "San Francisco, CA"
     assert calls_of(text) == [

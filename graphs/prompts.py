@@ -1,0 +1,112 @@
+"""Every text the models are given, in one place.
+
+The system prompt, the tool catalog's rules, the notes a prompted turn adds, and the memory job's and the
+summaries' instructions.
+
+Wording here is behaviour: the small local models follow it closely (the catalog's rules and the reminder were
+measured on them, see ``providers/prompted``), and tests match some of it exactly. Change it here, with the
+benches (`bench/bfcl.py`, `bench/chains.py`) run before and after.
+"""
+
+# --- the agent's turn ------------------------------------------------------------------------------------
+
+#: A workspace's system prompt until it sets its own; ``{workspace}`` and ``{date}`` are filled per turn.
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant for the workspace {workspace}. Today is {date}. "
+    "Answer from the context and tools you are given when they are relevant; say so when you do not know."
+)
+
+
+def memory_block(memories: list[str]) -> str:
+    """The remembered facts, as the turn's request gives them (with the user's message, after the cache)."""
+    return "Things I remember about you:\n" + "".join(f"- {m}\n" for m in memories) if memories else ""
+
+
+def context_block(texts: list[str]) -> str:
+    """Document context in AnythingLLM's layout."""
+    if not texts:
+        return ""
+    return "Context:\n" + "".join(f"[CONTEXT {i}]:\n{t}\n[END CONTEXT {i}]\n\n" for i, t in enumerate(texts))
+
+
+# --- prompted tool calling (models without native tool calls) ---------------------------------------------
+
+#: The catalog's rules, put before the list of tools in the system prompt.
+CATALOG_INSTRUCTIONS = (
+    "You can call the tools below. To call tools, reply with only a JSON list, one object per call:\n"
+    '[{"name": "<tool name>", "arguments": {...}}, {"name": "<tool name>", "arguments": {...}}]\n'
+    "Put every call the request needs in that one list; when the same tool is needed for several things, "
+    "write one object for each. Give every required argument and leave out optional ones you have no value "
+    "for. Write numbers and true/false without quotes. When no tool helps, answer the user in plain text."
+)
+
+#: Said again after the user's message when earlier exchanges stand between it and the catalog.
+REMINDER = (
+    "\n\n(If a tool is needed for this, reply with only the JSON list of calls; otherwise answer directly.)"
+)
+
+#: Told after the results of each round while tools are still offered: another step, or the answer.
+ASK_NEXT_STEP = (
+    "If the question needs another step, write its calls as a JSON list now, using these results; "
+    "otherwise answer the question briefly from them, in plain sentences."
+)
+#: Told after the results once the turn's tool budget is spent.
+ASK_ANSWER = (
+    "No more tools can be used for this question. Answer it briefly from these results, in plain "
+    "sentences, without code."
+)
+#: Heads the digest of a turn's calls and results, folded into the user message.
+RESULTS_HEADER = "\n\nTool results for this question:\n"
+#: Said of a call written with a slot (``<secret_code>``) for a value it does not have yet.
+WAITING = "stands where a value belongs: write this call again now, with the value from the results"
+#: Added to an earlier result given again for a call repeated with the same arguments (C10).
+ALREADY_RUN = "\n(This call already ran in this turn with the same arguments: this is its result again.)"
+
+
+# --- document summaries ------------------------------------------------------------------------------------
+
+#: The summarizer's instruction for each section; ``{words}`` is the key points' length.
+SECTION_PROMPT = (
+    "You summarize a long document one section at a time. Write the key points of everything read so "
+    "far: the earlier key points, updated with this section. Facts, figures and names only, as short "
+    "bullet points, at most {words} words."
+)
+
+
+# --- the memory job --------------------------------------------------------------------------------------
+
+#: The observer: what in a batch of chats is worth remembering.
+OBSERVER_PROMPT = """\
+You help an assistant remember its user between conversations. Below are recent conversations between \
+the user and the assistant. Note what would still be useful to know about the user weeks from now.
+
+Worth noting: the user's name (always, when they give it), their role or occupation, the projects they \
+work on, the tools, languages and conventions they use, and lasting preferences about how they want to be \
+answered. Not worth noting: one-off questions or tasks, anything the assistant said or believes, moods, \
+greetings and thanks, and secrets such as passwords, keys or account numbers.
+
+Write each fact as one short, self-contained sentence about "the user". Give at most 3 facts, the most \
+useful first, each with a confidence: "high" when the user said it plainly, "medium" when it is strongly \
+implied, "low" when it is a guess.
+
+Reply with JSON only, in this form:
+{"observations": [{"content": "The user ...", "confidence": "high"}]}
+Reply {"observations": []} when nothing is worth remembering."""
+
+#: The reflector: which candidates become memories, and where.
+REFLECTOR_PROMPT = """\
+You keep a small, tidy set of memories about a user. You are given candidate facts from recent \
+conversations and the memories already kept. Decide which candidates to keep and where.
+
+Scope: "global" for facts that hold in every workspace (name, role, language, general preferences); \
+"workspace" for facts tied to this workspace's subject or project.
+Kept memories: if a candidate says nothing new, leave it out. If it corrects or sharpens a kept memory, \
+return an "update" with that memory's id and the full new text, instead of a second memory.
+Confidence: keep "low" candidates only when they are about who the user is; keep "medium" ones only when \
+they are lasting preferences; "high" ones when they are worth remembering at all.
+Space: never create more memories of a scope than it has free slots.
+
+Reply with JSON only, in this form:
+{"memories": [{"action": "create", "scope": "workspace", "content": "The user ..."}, \
+{"action": "update", "scope": "global", "update_id": 12, "content": "The user ..."}]}
+Reply {"memories": []} when nothing should change."""
