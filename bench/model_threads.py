@@ -131,7 +131,7 @@ def main() -> None:
         f"LOCAL_MODEL_THREADS would give {thread_count()}"
     )
     path = resolve_model_path()
-    servers = {threads: LocalModelServer(model_path=path, n_threads=threads) for threads in counts}
+    servers = {t: LocalModelServer(model_path=path, n_threads=t, n_batch_threads=t) for t in counts}
     try:
         for server in servers.values():
             server.start()

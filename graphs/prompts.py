@@ -72,6 +72,13 @@ SECTION_PROMPT = (
     "bullet points, at most {words} words."
 )
 
+#: A document short enough to read whole is given whole (as AnythingLLM does); the request for its key points
+#: is spelled out, since the 1.5B otherwise answered with what the tool did instead of what the text says.
+WHOLE_DOCUMENT = (
+    "{title} is short enough to read whole; its full text follows. Answer with its key points (names, "
+    "figures, prices, dates) as short bullet points, not with a description of this tool.\n\n{text}"
+)
+
 
 # --- the memory job --------------------------------------------------------------------------------------
 

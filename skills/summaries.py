@@ -28,7 +28,7 @@ from langgraph.types import interrupt
 
 from ..checkpoints.chunks import Document, DocumentStore
 from ..graphs.context import Context
-from ..graphs.prompts import SECTION_PROMPT
+from ..graphs.prompts import SECTION_PROMPT, WHOLE_DOCUMENT
 from ..providers.tokens import count, encoding
 from .document_tools import live_settings
 
@@ -176,7 +176,7 @@ def summary_tools(
         ctx = live_settings()
         size = max(int(ctx.window * SECTION_SHARE), 200)
         if count(text) <= size:
-            return f"The full text of {doc.title} follows; summarize it from this text.\n\n{text}"
+            return WHOLE_DOCUMENT.format(title=doc.title, text=text)
         sections = _sections_of(text, size)
         model = model_for(ctx)
         points = ""

@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..paths import data_home
-from .local_model import thread_count
+from .local_model import batch_thread_count, thread_count
 from .model_file import (
     MODEL_PATH_ENV,
     LocalModelError,
@@ -76,6 +76,8 @@ class RunningModel:
     started: int = 0
     #: The key the server takes; only the private record holds it.
     api_key: str = field(default="", repr=False)
+    #: Threads llama.cpp reads prompts with; 0 in a record written before the setting existed.
+    n_batch_threads: int = 0
 
     def chat_openai_kwargs(self) -> dict[str, str]:
         """``base_url``, ``api_key`` and ``model`` for ``ChatOpenAI(**kwargs)``: the server's own key."""
@@ -104,8 +106,8 @@ def _wanted_path() -> str:
 
 def _serves_wanted(model: RunningModel) -> bool:
     """The server runs with what this process's settings ask for: model file, window and threads."""
-    wanted = (_wanted_path(), context_size(), thread_count())
-    return (model.model_path, model.n_ctx, model.n_threads) == wanted
+    wanted = (_wanted_path(), context_size(), thread_count(), batch_thread_count())
+    return (model.model_path, model.n_ctx, model.n_threads, model.n_batch_threads) == wanted
 
 
 def _files(home: Path) -> tuple[Path, Path, Path]:
@@ -268,10 +270,12 @@ def _start(home: Path, progress: ProgressCallback | None) -> RunningModel:
         )
     path = resolve_model_path(progress=progress)
     name = served_name(path)
-    command = [sys.executable, "-m", __name__, "--model", str(path), "--name", name, "--n-ctx"]
+    command = [sys.executable, "-m", __name__, "--model", str(path), "--name", name]
+    command += ["--n-ctx", str(context_size()), "--threads", str(thread_count())]
+    command += ["--batch-threads", str(batch_thread_count())]
     with log.open("ab") as out:
         child = subprocess.Popen(
-            [*command, str(context_size()), "--threads", str(thread_count())],
+            command,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -329,13 +333,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", required=True)
     parser.add_argument("--n-ctx", type=int, default=DEFAULT_CONTEXT)
     parser.add_argument("--threads", type=int, default=None, help="default: LOCAL_MODEL_THREADS's rule")
+    parser.add_argument(
+        "--batch-threads", type=int, default=None, help="default: LOCAL_MODEL_BATCH_THREADS's"
+    )
     args = parser.parse_args(argv)
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stopped.set())
     key = secrets.token_urlsafe(32)
     server = LocalModelServer(
-        Path(args.model), model_name=args.name, n_ctx=args.n_ctx, n_threads=args.threads, api_key=key
+        Path(args.model),
+        model_name=args.name,
+        n_ctx=args.n_ctx,
+        n_threads=args.threads,
+        n_batch_threads=args.batch_threads,
+        api_key=key,
     ).start()
     pid = os.getpid()
     model = RunningModel(
@@ -347,6 +359,7 @@ def main(argv: list[str] | None = None) -> None:
         server.n_threads,
         _started(pid),
         key,
+        server.n_batch_threads,
     )
     record = _files(data_home())[0]
     _write(data_home(), model)

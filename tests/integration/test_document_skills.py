@@ -87,7 +87,7 @@ async def test_a_short_document_is_given_whole_and_an_unknown_name_gets_the_list
         user_message("@agent summarize the pricing"), thread, context=Context(workspace=workspace)
     )
     whole, unknown = tool_results(out)
-    assert "The full text of pricing.md follows" in whole and "12 euros a month" in whole
+    assert "pricing.md is short enough to read whole" in whole and "12 euros a month" in whole
     assert "No document is named 'menu'" in unknown and "'pricing.md'" in unknown
     assert len(embed.requests) == 2, "a document that fits is not summarized by the model"
 

@@ -33,12 +33,10 @@ def local_model():
     return ChatOpenAI(**server.chat_openai_kwargs(), temperature=0, max_tokens=128, stream_chunk_timeout=600)
 
 
+# `calculate` on the default model, after an earlier exchange and streamed, is tests/integration/
+# test_dev_local_model.py's: each question here costs the real model a minute or more of reading.
 @pytest.mark.parametrize(
-    ("question", "tool"),
-    [
-        ("What is the current date and time? Use a tool.", "current_datetime"),
-        ("What is 1234 * 5678?", "calculate"),
-    ],
+    ("question", "tool"), [("What is the current date and time? Use a tool.", "current_datetime")]
 )
 async def test_the_local_model_calls_the_read_only_tool_through_the_prompted_path(
     local_model, saver, workspace, thread, question, tool
@@ -53,8 +51,6 @@ async def test_the_local_model_calls_the_read_only_tool_through_the_prompted_pat
     ran = [d["outcome"] for d in decisions_of(out, "C10") if isinstance(d["outcome"], dict)]
     assert ran and all(v == "ok" for r in ran for v in r.values())
     assert out["stop_reason"] == "answered" and out["messages"][-1].content.strip()
-    if tool == "calculate":
-        assert "7006652" in out["messages"][-1].content.replace(",", "")
 
 
 async def test_the_default_model_runs_a_second_call_that_needs_the_first_ones_result(

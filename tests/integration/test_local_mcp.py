@@ -69,22 +69,13 @@ async def turn(graph: Any, text: str, thread: dict, context: Context) -> dict:
     return out
 
 
-async def test_the_local_model_runs_an_mcp_tool_written_as_json_text(
+async def test_the_local_model_runs_one_of_thirty_mcp_tools_written_as_json_text(
     local_model, saver, workspace, thread, tmp_path, monkeypatch
 ):
-    deploy(monkeypatch, tmp_path, ["calc"])
-    graph = build_graph(checkpointer=saver, model=local_model)
-    context = Context(workspace=workspace, native_tool_calling=False, context_window=4096)
-    out = await turn(graph, "@agent Use the calc-add tool to add 17 and 25.", thread, context)
-    chosen = decisions_of(out, "C1")[0]
-    assert chosen["outcome"] == ["calc-add"] and "prompted" in chosen["why"], out["decisions"]
-    assert [(r["tool"], r["args"]) for r in recorded(tmp_path)] == [("add", {"a": 17, "b": 25})]
-    assert out["stop_reason"] == "answered" and "42" in out["messages"][-1].content
+    """Thirty MCP tools fit the window, or the catalog is cut and recorded; the tool asked for runs anyway.
 
-
-async def test_thirty_mcp_tools_fit_the_window_or_the_catalog_is_cut_and_recorded(
-    local_model, saver, workspace, thread, tmp_path, monkeypatch
-):
+    One test for both (each turn reads a long catalog on the real model, minutes on a busy machine).
+    """
     deploy(monkeypatch, tmp_path, ["calc", "notes", "files"])  # 3 × 11 tools, plus the built-ins
     graph = build_graph(checkpointer=saver, model=local_model)
     context = Context(workspace=workspace, native_tool_calling=False, context_window=4096)
@@ -94,6 +85,8 @@ async def test_thirty_mcp_tools_fit_the_window_or_the_catalog_is_cut_and_recorde
         (cut,) = cuts
         assert "calc-add" in cut["outcome"]["offered"] and cut["outcome"]["left_out"]
         assert len(cut["outcome"]["offered"]) + len(cut["outcome"]["left_out"]) >= 33
+    chosen = next(d for d in decisions_of(out, "C1") if d["decided_by"] == "model")
+    assert chosen["outcome"] == ["calc-add"] and "prompted" in chosen["why"], out["decisions"]
     ran = [(r["server"], r["tool"], r["args"]) for r in recorded(tmp_path)]
     assert ("calc", "add", {"a": 17, "b": 25}) in ran, out["decisions"]
-    assert out["stop_reason"] == "answered"
+    assert out["stop_reason"] == "answered" and "42" in out["messages"][-1].content

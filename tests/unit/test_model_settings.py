@@ -7,7 +7,7 @@ The settings are resolved once — by ``build_graph``, by the CLI's choice of mo
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -20,8 +20,13 @@ from workspace_agent.graphs.context import Context, MemoryContext, context_for
 from workspace_agent.graphs.services import Services
 from workspace_agent.providers.chat.endpoint import DEFAULT_TIMEOUT, LOCAL_TIMEOUT, model_settings
 from workspace_agent.providers.chat.models import chat_model
-from workspace_agent.providers.local import model_server
-from workspace_agent.providers.local.local_model import LocalModelServer, default_threads, thread_count
+from workspace_agent.providers.local import local_model, model_server
+from workspace_agent.providers.local.local_model import (
+    LocalModelServer,
+    batch_thread_count,
+    default_threads,
+    thread_count,
+)
 from workspace_agent.providers.local.model_file import (
     DEFAULT_PIN,
     PINS,
@@ -39,6 +44,7 @@ SETTINGS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALL
 @pytest.fixture
 def bare(monkeypatch):
     local = ("LOCAL_MODEL_CONTEXT", "LOCAL_MODEL_PATH", "LOCAL_MODEL", "LOCAL_MODEL_THREADS", "MODEL_TIMEOUT")
+    local += ("LOCAL_MODEL_BATCH_THREADS",)
     others = ("CALL_GRAMMAR", "MODEL_MAX_RETRIES", "MEMORY_MODEL")
     for name in (*SETTINGS, *local, *others):
         monkeypatch.delenv(name, raising=False)
@@ -148,8 +154,29 @@ def test_a_shared_server_from_before_the_thread_setting_is_replaced(bare):
     wanted = {"model_path": model_server._wanted_path(), "n_ctx": 4096}
     old = model_server.RunningModel(base_url="http://127.0.0.1:9/v1", model_name="m", pid=1, **wanted)
     assert old.n_threads == 0 and not model_server._serves_wanted(old)
-    current = model_server.RunningModel(**{**asdict(old), "n_threads": thread_count()})
+    current = model_server.RunningModel(
+        **{**asdict(old), "n_threads": thread_count(), "n_batch_threads": batch_thread_count()}
+    )
     assert model_server._serves_wanted(current)
+    assert not model_server._serves_wanted(replace(current, n_batch_threads=0))  # a record from before it
+
+
+def test_prompts_are_read_with_every_usable_core_and_generation_leaves_one(bare, monkeypatch):
+    """Reading a prompt is a few large products per layer: every core reads; generation leaves one free."""
+    monkeypatch.setattr(local_model, "_available_cores", lambda: 2)
+    assert batch_thread_count() == 2 and thread_count() == 1
+    server = LocalModelServer(Path("m.gguf"))
+    assert (server.n_threads, server.n_batch_threads) == (1, 2)
+    bare.setenv("LOCAL_MODEL_BATCH_THREADS", "1")
+    assert LocalModelServer(Path("m.gguf")).n_batch_threads == 1
+
+
+@pytest.mark.parametrize("value", ["two", "0", "3"])
+def test_a_bad_batch_thread_count_names_the_variable(bare, monkeypatch, value):
+    monkeypatch.setattr(local_model, "_available_cores", lambda: 2)
+    bare.setenv("LOCAL_MODEL_BATCH_THREADS", value)
+    with pytest.raises(LocalModelError, match="LOCAL_MODEL_BATCH_THREADS="):
+        batch_thread_count()
 
 
 ENDPOINT = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "CHAT_MODEL": "gpt-4o", "CONTEXT_WINDOW": "16000"}
