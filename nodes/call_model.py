@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from itertools import takewhile
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from ..graphs.context import Context
 from ..graphs.plan import assemble
+from ..graphs.prompts import ALREADY_RUN
 from ..graphs.services import Services
 from ..graphs.state import AgentState, Decision, decision
 from ..providers.prompted import (
@@ -23,22 +25,49 @@ from ..providers.prompted.streaming import progress
 from ..providers.tokens import message_text
 
 
+def _only_repeats(messages: list[AnyMessage]) -> bool:
+    """Whether the last round's calls all repeated calls already run this turn (answered, not run, by C10)."""
+    results = list(takewhile(lambda m: isinstance(m, ToolMessage), reversed(messages)))
+    return bool(results) and all(message_text(m).endswith(ALREADY_RUN) for m in results)
+
+
 async def _offered_tools(
     state: AgentState, ctx: Context, services: Services
-) -> tuple[list[BaseTool], bool, list[Decision]]:
-    """The turn's tools, whether the budget withholds them from this call, and that decision if so."""
+) -> tuple[list[BaseTool], str | None, list[Decision]]:
+    """The turn's tools, why they are withheld from this call if they are, and that decision.
+
+    They are withheld once the budget is spent, and after a round of nothing but repeats: a model that asks
+    again for results it already has is going round in circles (the 1.5B repeated one ``calculate`` seven
+    times after the right result), so it is asked for its answer from them.
+    """
     if state.get("route") != "agent":
-        return [], False, []
+        return [], None, []
     tools = list((await services.toolset(ctx)).tools.values())
     made = state.get("tool_calls_made", 0)
     if made >= ctx.max_tool_calls:
         why = f"{made} of {ctx.max_tool_calls} tool calls spent: the model must answer"
-        return tools, True, [decision("G1", "code", "tools withheld", why)]
-    return tools, False, []
+        return (
+            tools,
+            f"this turn's {ctx.max_tool_calls} tool calls are spent",
+            [decision("G1", "code", "tools withheld", why)],
+        )
+    if _only_repeats(state["messages"]):
+        why = "the last round only repeated calls whose results the model has: it answers from them"
+        return (
+            tools,
+            "it asked again for results it already has",
+            [decision("G1", "code", "tools withheld", why)],
+        )
+    return tools, None, []
 
 
 async def _prompted(
-    model: Any, request: list[BaseMessage], tools: list[BaseTool], withheld: bool, ctx: Context, grammar: bool
+    model: Any,
+    request: list[BaseMessage],
+    tools: list[BaseTool],
+    withheld: str | None,
+    ctx: Context,
+    grammar: bool,
 ) -> tuple[AIMessage, str, list[Decision]]:
     """A prompted model call: the tools described in the prompt, every round's results in a digest.
 
@@ -48,12 +77,12 @@ async def _prompted(
     """
     turn = await prompted_turn(
         model,
-        digest(request, more=not withheld),
+        digest(request, more=withheld is None),
         tools,
         max_tokens=ctx.max_tokens or ctx.reply_reserve,
         window=ctx.window,
         grammar=grammar,
-        answer_only=withheld,
+        answer_only=withheld is not None,
         calls_only=waiting_calls(request),
     )
     under = ", under the call grammar" if turn.constrained else ""
@@ -90,11 +119,7 @@ async def _prompted(
     response = turn.message
     written = names_a_tool(message_text(response), whole=turn.constrained)  # grammar: whole replies only
     if not response.tool_calls and not response.invalid_tool_calls and written:
-        cause = (
-            f"this turn's {ctx.max_tool_calls} tool calls are spent"
-            if withheld
-            else "it named a tool that does not exist"
-        )
+        cause = withheld or "it named a tool that does not exist"
         answer = withheld_call(request, cause)
         response = response.model_copy(update={"content": answer})
         why = f"the model wrote a call as its answer, and {cause}: the person reads that, not the JSON"
@@ -122,7 +147,8 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     ctx = runtime.context
     model: Any = services.chat_model(ctx)
     tools, withheld, decisions = await _offered_tools(state, ctx, services)
-    stop_reason = "max_tool_calls" if withheld else None
+    spent = state.get("tool_calls_made", 0) >= ctx.max_tool_calls and withheld is not None
+    stop_reason = "max_tool_calls" if spent else None
     request: list[BaseMessage] = assemble(state["plan"], state["messages"])
     how = "natively"
     if tools and not ctx.native_tool_calling:
@@ -131,7 +157,7 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         response, how, notes = await _prompted(sampled, request, tools, withheld, ctx, grammar)
         decisions += notes
     else:
-        if tools and not withheld:
+        if tools and withheld is None:
             model = services.bind_tools(model, tools)
         progress("reading")
         model = _sampled(model, ctx, max_tokens=ctx.max_tokens)

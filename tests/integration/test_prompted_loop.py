@@ -98,18 +98,38 @@ async def test_a_call_repeated_in_a_later_round_is_answered_from_its_result_not_
     assert out["messages"][-1].content == "beta is 1002"
 
 
-async def test_a_model_repeating_itself_forever_is_stopped_by_the_budget(
-    llm, saver, workspace, thread, tmp_path
+async def test_after_a_round_of_nothing_but_repeats_the_model_is_asked_for_its_answer(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
 ):
+    """The 1.5B once repeated a call seven times after its result: one round of repeats is where it stops."""
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
     record = tmp_path / "runs.jsonl"
     graph = build_graph(checkpointer=saver, tools=key_tools(record))
-    llm.push(*[calls(("lookup", {"key": "beta"})) for _ in range(3)], text_reply("beta is 1002"))
+    llm.push(*[calls(("lookup", {"key": "beta"})) for _ in range(2)], text_reply("beta is 1002"))
     out = await graph.ainvoke(
-        user_message("@agent what is beta?"), thread, context=prompted(workspace, max_tool_calls=3)
+        user_message("@agent what is beta?"), thread, context=prompted(workspace, max_tool_calls=8)
     )
-    assert len(recorded(record)) == 1 and len(llm.requests) == 4, "3 calls asked (1 run), then the answer"
-    assert out["stop_reason"] == "max_tool_calls" and out["messages"][-1].content == "beta is 1002"
-    assert "No more tools can be used" in llm.requests[-1]["messages"][-1]["content"]
+    assert len(recorded(record)) == 1 and len(llm.requests) == 3, "2 calls asked (1 run), then the answer"
+    last = llm.requests[-1]
+    assert last["grammar"].startswith("root ::= text\n") and "call-lookup" not in last["grammar"]
+    assert "No more tools can be used" in last["messages"][-1]["content"]
+    [withheld] = [d for d in decisions_of(out, "G1") if d["outcome"] == "tools withheld"]
+    assert "only repeated calls" in withheld["why"]
+    assert out["stop_reason"] != "max_tool_calls" and out["messages"][-1].content == "beta is 1002"
+
+
+async def test_a_repeat_beside_a_new_call_keeps_the_tools_offered(llm, saver, workspace, thread, tmp_path):
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    llm.push(
+        calls(("lookup", {"key": "beta"})),
+        calls(("lookup", {"key": "beta"}), ("lookup", {"key": "alpha"})),
+        text_reply("beta is 1002, alpha is 7341"),
+    )
+    out = await graph.ainvoke(user_message("@agent beta and alpha?"), thread, context=prompted(workspace))
+    assert [r["args"]["key"] for r in recorded(record)] == ["beta", "alpha"]
+    assert not [d for d in decisions_of(out, "G1") if d["outcome"] == "tools withheld"]
+    assert "If the question needs another step" in llm.requests[-1]["messages"][-1]["content"]
 
 
 async def test_a_call_written_after_the_budget_reaches_the_person_as_words_not_json(
