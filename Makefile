@@ -33,7 +33,7 @@ run: setup
 test: setup serve-test-setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy -p workspace_agent
-	$(BIN)/python -m pytest -q -m "local_model or not local_model"
+	$(BIN)/python -m pytest -q -m "local_model or not local_model" --durations=20
 
 # The package's types, every import followed (the links in workspace_agent/ name the modules for mypy).
 typecheck: setup
