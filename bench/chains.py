@@ -199,10 +199,14 @@ def bench_context(**overrides: Any) -> Context:
 
 
 async def seed() -> None:
-    """Fill the bench workspace with the sample documents once, as the CLI's first chat does."""
+    """Fill the bench user's workspace with the sample documents, as the CLI's first chat does.
+
+    Workspaces are per user: seeded for another user (the local one), they are not the bench user's, and
+    every document task would search an empty workspace (as they did from issue 19 until this was seen).
+    """
     from workspace_agent.cli.documents import seed_samples
 
-    await seed_samples(WORKSPACE, Console(stderr=True))
+    await seed_samples(WORKSPACE, Console(stderr=True), user_id=USER)
 
 
 # --- one turn -------------------------------------------------------------------------------------------
@@ -430,6 +434,7 @@ class Result:
     ended: str = ""
     server: dict[str, float] = field(default_factory=dict)
     error: str | None = None
+    replies: list[str] = field(default_factory=list)  # what the model wrote each round, before parsing
 
 
 async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, history: bool) -> Result:
@@ -484,6 +489,7 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
         ended=ended.isoformat(),
         server=server,
         error=error,
+        replies=[str(m.response_metadata.get("prompted_text") or m.content) for m in asked + turn[-1:]],
     )
 
 
@@ -542,7 +548,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 async def bench(options: argparse.Namespace) -> None:
     """Every model asked for: its baseline, the chosen tasks, the table and the JSONL details."""
-    chosen = tasks_of(options.split)[: options.limit or None]
+    chosen = tasks_of(options.split)
+    if options.only:
+        wanted = set(options.only.split(","))
+        chosen = [(split, t) for split, t in chosen if t.id in wanted]
+    chosen = chosen[: options.limit or None]
     rows = []
     async with session("chains", options.out) as run_:
         results_read = results_as(options.results)
@@ -615,6 +625,7 @@ def main() -> None:
     parser.add_argument("--split", choices=["tune", "held-out", "all"], default="all")
     parser.add_argument("--history", action="store_true", help="two earlier chat exchanges in each thread")
     parser.add_argument("--limit", type=int, default=0, help="only the first N tasks of the split")
+    parser.add_argument("--only", default="", help="only these tasks (ids, comma-separated)")
     parser.add_argument("--baseline-every", type=int, default=4, help="a baseline after every N tasks")
     parser.add_argument("--out", default=None, help="JSONL details (default: the data folder's bench/)")
     parser.add_argument("--results", choices=["digest", "messages"], default=None, help=RESULTS_HELP)

@@ -36,8 +36,10 @@ CATALOG_INSTRUCTIONS = (
     "You can call the tools below. To call tools, reply with only a JSON list, one object per call:\n"
     '[{"name": "<tool name>", "arguments": {...}}, {"name": "<tool name>", "arguments": {...}}]\n'
     "Put every call the request needs in that one list; when the same tool is needed for several things, "
-    "write one object for each. Give every required argument and leave out optional ones you have no value "
-    "for. Write numbers and true/false without quotes. When no tool helps, answer the user in plain text."
+    "write one object for each. A call that needs what another call returns comes later: write the first "
+    "call now, and its result comes back to you before you write the next. Give every required argument "
+    "and leave out optional ones you have no value for. Write numbers and true/false without quotes. When "
+    "no tool helps, answer the user in plain text."
 )
 
 #: Said again after the user's message when earlier exchanges stand between it and the catalog.
@@ -47,8 +49,8 @@ REMINDER = (
 
 #: Told after the results of each round while tools are still offered: another step, or the answer.
 ASK_NEXT_STEP = (
-    "If the question needs another step, write its calls as a JSON list now, using these results; "
-    "otherwise answer the question briefly from them, in plain sentences."
+    "Check every part of the question. If a part is still to do, reply with only the JSON list of its "
+    "calls, using these results; if all is done, answer briefly in plain sentences."
 )
 #: Told after the results once the turn's tool budget is spent.
 ASK_ANSWER = (
@@ -57,8 +59,12 @@ ASK_ANSWER = (
 )
 #: Heads the digest of a turn's calls and results, folded into the user message.
 RESULTS_HEADER = "\n\nTool results for this question:\n"
+#: Said of a call that did not run yet, because it needs a value from results the model now has.
+WAITING = "write this call again now, with the value from the results"
 #: Said of a call written with a slot (``<secret_code>``) for a value it does not have yet.
-WAITING = "stands where a value belongs: write this call again now, with the value from the results"
+SLOT = "{slots} stands where a value belongs: " + WAITING
+#: Said of a call that changes something, written in one list after calls that look something up.
+HELD = "this call changes something, so it waits for the results of the calls before it: " + WAITING
 #: Added to an earlier result given again for a call repeated with the same arguments (C10).
 ALREADY_RUN = "\n(This call already ran in this turn with the same arguments: this is its result again.)"
 

@@ -54,6 +54,24 @@ class Decision(TypedDict):
     why: str
 
 
+def _citation(source: dict[str, Any]) -> tuple[Any, ...]:
+    return (source.get("document"), source.get("chunk"), source.get("text"))
+
+
+def cited(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turn's citations, each passage once.
+
+    A chunk ``retrieve`` gave and ``search_documents`` found again is one source, listed where it was first.
+    """
+    seen = {_citation(s) for s in left}
+    out = list(left)
+    for source in right:
+        if _citation(source) not in seen:
+            seen.add(_citation(source))
+            out.append(source)
+    return out
+
+
 class InputState(TypedDict):
     """What a client sends: the new user message."""
 
@@ -65,7 +83,7 @@ class OutputState(TypedDict, total=False):
 
     messages: Conversation
     route: Route | None
-    sources: Annotated[list[dict[str, Any]], operator.add]
+    sources: Annotated[list[dict[str, Any]], cited]
     stop_reason: StopReason | None
     decisions: Annotated[list[Decision], operator.add]
     uploads: list[dict[str, Any]]

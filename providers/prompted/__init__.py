@@ -20,11 +20,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from ...graphs.prompts import ASK_ANSWER, ASK_NEXT_STEP, RESULTS_HEADER, WAITING
+from ...graphs.prompts import ASK_ANSWER, ASK_NEXT_STEP, HELD, RESULTS_HEADER, SLOT, WAITING
 from ..tokens import count, count_messages, message_text
 from .call_grammar import TEXT_GRAMMAR, call_grammar
 from .call_parsing import names_a_tool, parse_reply
 from .catalog import (
+    acts,
     coerce,
     fit_tools,
     placeholders,
@@ -77,7 +78,7 @@ async def prompted_turn(
     window: int | None = None,
     grammar: bool = False,
     answer_only: bool = False,
-    calls_only: bool = False,
+    calls_only: frozenset[str] = frozenset(),
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
@@ -96,9 +97,9 @@ async def prompted_turn(
         answer_only: The turn's tool budget is spent: the catalog stays in the prompt (its prefix is what
             the server has cached) but the reply is asked for as text, under a grammar that admits nothing
             else where the endpoint takes one, and is not read for calls.
-        calls_only: The model's last reply left a call waiting for a result that is now in: under the
-            grammar this reply is calls only, so the model writes the step it planned (which call, and its
-            arguments, stay its choice).
+        calls_only: The tools of the calls the model's last reply left waiting for results that are now
+            in (``waiting_calls``): under the grammar this reply is calls of those tools only, so the model
+            writes the step it planned; the arguments stay its choice.
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -114,7 +115,9 @@ async def prompted_turn(
         options["extra_body"] = {"grammar": TEXT_GRAMMAR}
     elif grammar and offered:
         options.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
-        options["extra_body"] = {"grammar": call_grammar(offered, schemas, calls_only=calls_only)}
+        planned = [t for t in offered if t.name in calls_only] or offered
+        rules = call_grammar(planned, schemas, calls_only=bool(calls_only))
+        options["extra_body"] = {"grammar": rules}
     prompt = with_catalog(request if answer_only else with_reminder(request), offered)
     refused = None
     try:
@@ -145,7 +148,8 @@ async def prompted_turn(
     )
     if answer_only or response.response_metadata.get("finish_reason") == "length":
         return turn
-    found = _read_calls(response, text, schemas, whole=constrained)
+    acting = {t.name for t in offered if acts(t)}
+    found = _read_calls(response, text, schemas, acting, whole=constrained)
     if found is not None:
         return replace(turn, message=found[0], repeats=found[1])
     if names_a_tool(text, whole=constrained):
@@ -157,16 +161,19 @@ async def prompted_turn(
         asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
         asked["extra_body"] = {"grammar": call_grammar(offered, schemas, calls_only=True)}
         again = await ask(model, asked, prompt)
-        found = _read_calls(again, message_text(again), schemas, whole=True)
+        found = _read_calls(again, message_text(again), schemas, acting, whole=True)
         if found is not None and again.response_metadata.get("finish_reason") != "length":
             return replace(turn, message=found[0], repeats=found[1], described=named)
     return turn
 
 
 def _read_calls(
-    response: AIMessage, text: str, schemas: dict[str, dict[str, Any]], *, whole: bool
+    response: AIMessage, text: str, schemas: dict[str, dict[str, Any]], acting: set[str], *, whole: bool
 ) -> tuple[AIMessage, int] | None:
     """The reply as a message of calls (and how many repeats were dropped); ``None`` if it writes none.
+
+    Calls that cannot run yet (``_ready``) are returned as invalid calls that say so; ``acting`` names the
+    offered tools that change something.
 
     ``whole``: the reply was written under the call grammar, so only a reply that is calls has any; a call
     quoted in its prose is text (``call_parsing.parse_reply``).
@@ -176,7 +183,7 @@ def _read_calls(
     if not calls and not invalid:
         return None
     calls, repeats = _once_each([{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls])
-    calls, waiting = _ready(calls, schemas)
+    calls, waiting = _ready(calls, schemas, acting)
     meta = {**response.response_metadata, "prompted_text": text}
     message = AIMessage(
         "", tool_calls=calls, invalid_tool_calls=[*invalid, *waiting], id=response.id, response_metadata=meta
@@ -241,16 +248,30 @@ async def _reopen(
 
 
 def _ready(
-    calls: list[dict[str, Any]], schemas: dict[str, dict[str, Any]]
+    calls: list[dict[str, Any]], schemas: dict[str, dict[str, Any]], acting: set[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The calls that can run, and those waiting for a result (``catalog.placeholders``) as invalid calls."""
-    ready, waiting = [], []
+    """The calls that can run, and those that wait for results still to come, as invalid calls.
+
+    A call waits when it holds a slot for a value not yet had (``catalog.placeholders``), and when it
+    changes something (a tool in ``acting``) and comes after a call that looks something up: asked to
+    "compute 37*43 and save the result", the 1.5B writes both at once and the note holds what it guessed,
+    not what ``calculate`` returns. Held back, it is written again once the results are in, so whatever it
+    saves, and a person approves, is made of real values. A call that changes something and comes first,
+    or after other such calls only, needs nothing from the list and runs.
+    """
+    ready: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []
+    looked_up = False
     for call in calls:
         slots = placeholders(call["args"], schemas)
-        if not slots:
+        if slots:
+            error = SLOT.format(slots=", ".join(dict.fromkeys(slots)))
+        elif call["name"] in acting and looked_up:
+            error = HELD
+        else:
             ready.append(call)
+            looked_up = looked_up or call["name"] not in acting
             continue
-        error = f"{', '.join(dict.fromkeys(slots))} {WAITING}"
         args = json.dumps(call["args"], ensure_ascii=False)
         waiting.append(
             {
@@ -327,9 +348,9 @@ def digest(messages: list[BaseMessage], *, more: bool = True) -> list[BaseMessag
     return [*messages[:start], HumanMessage(message_text(messages[start]) + note)]
 
 
-def waiting_calls(messages: list[BaseMessage]) -> bool:
-    """Whether the turn's last round left a call waiting for a result (written with a slot)."""
+def waiting_calls(messages: list[BaseMessage]) -> frozenset[str]:
+    """The tools of the calls the turn's last round left waiting for results (``_ready``); empty if none."""
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     if last is None or isinstance(messages[-1], HumanMessage):
-        return False
-    return any(WAITING in (c.get("error") or "") for c in last.invalid_tool_calls)
+        return frozenset()
+    return frozenset(c["name"] or "" for c in last.invalid_tool_calls if WAITING in (c.get("error") or ""))

@@ -23,10 +23,14 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-#: Whitespace between JSON tokens, bounded so the grammar cannot be satisfied by endless blank lines.
+#: Whitespace between JSON tokens, bounded so the grammar cannot be satisfied by endless blank lines. A
+#: string never ends in whitespace: the 1.5B, meaning to join a value it did not have to its text
+#: (``"Today's date is " + ...``), closed the string there and saved "Today's date is " as the note; kept
+#: from closing it, it goes on and writes the value, or a slot for it (``catalog.placeholders``).
 _BASE_RULES = r"""ws ::= [ \t\n]{0,8}
-string ::= "\"" char{0,600} "\""
+string ::= "\"" ( char{0,599} last )? "\""
 char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+last ::= [^"\\\x00-\x20] | "\\" (["\\/] | "u" [0-9a-fA-F]{4})
 integer ::= "-"? ([0-9] | [1-9] [0-9]{1,15})
 number ::= integer ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?
 boolean ::= "true" | "false"

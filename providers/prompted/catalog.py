@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
+from ...graphs.context import READ_ONLY_BUILTINS
 from ...graphs.prompts import CATALOG_INSTRUCTIONS, REMINDER
 from ..tokens import count, message_text
 
@@ -198,6 +199,17 @@ def with_reminder(messages: list[BaseMessage]) -> list[BaseMessage]:
         user.model_copy(update={"content": message_text(user) + REMINDER}),
         *messages[last + 1 :],
     ]
+
+
+def acts(tool: BaseTool) -> bool:
+    """Whether a call of the tool changes something (saves, writes, sends) rather than only looking it up.
+
+    The built-ins say so by name (``READ_ONLY_BUILTINS``), MCP tools by their ``readOnlyHint`` annotation;
+    any other tool is taken to act, so nothing is wrongly taken for a mere lookup.
+    """
+    if tool.name in READ_ONLY_BUILTINS:
+        return False
+    return (tool.metadata or {}).get("readOnlyHint") is not True
 
 
 def placeholders(args: dict[str, Any], tools: dict[str, dict[str, Any]]) -> list[str]:

@@ -202,14 +202,18 @@ async def test_the_agent_search_tool_drops_below_threshold_and_honours_pins(
     assert out["route"] == "agent" and out["stop_reason"] == "answered"
     assert PINNED_SENTENCE in system_text(embed.requests[0]), "agent mode: pinned documents are in context"
     b8 = decisions_of(out, "B8")[0]
-    assert b8["outcome"] == {"pinned": ["timetable.md"], "chunks": 0}, "agent mode does not search by itself"
+    assert b8["outcome"] == {"pinned": ["timetable.md"], "chunks": 2, "below_threshold": 1}, (
+        "agent mode gets the chunks chat would"
+    )
     assert "search_documents" in b8["why"]
+    first_user = embed.requests[0]["messages"][-1]["content"]
+    assert all(c["text"] in first_user for c in kept) and dropped["text"] not in first_user
     result = next(m for m in embed.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert all(c["text"] in result for c in kept)
     assert dropped["text"] not in result and PINNED_SENTENCE not in result
     pinned, *hits = out["sources"]
     assert pinned["pinned"] is True and pinned["title"] == "timetable.md"
-    assert {h["text"] for h in hits} == {c["text"] for c in kept}
+    assert [h["text"] for h in hits] == [c["text"] for c in kept], "retrieved, then found again: cited once"
     assert all(h["score"] >= threshold for h in hits)
 
 

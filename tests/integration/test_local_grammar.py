@@ -133,3 +133,14 @@ async def test_a_single_request_is_not_reopened(model, request):
     paris = "What is the weather like in Paris, France right now?"
     turn = await ask_weather(request.getfixturevalue(model), paris)
     assert turn.reopenings == [] and len(turn.message.tool_calls) == 1, turn.message.response_metadata
+
+
+async def test_a_string_argument_never_ends_in_whitespace(local_model):
+    """The 1.5B closed ``"Today's date is "`` where it meant to join a value on, and saved that as a note."""
+    note = next(t for t in builtin_tools("ws", "default", MemoryRecords()) if t.name == "save_note")
+    copy = '[{"name": "save_note", "arguments": {"text": "Today is "}}]'
+    asked = [SystemMessage("You are a helpful assistant."), HumanMessage(f"Reply with exactly this: {copy}")]
+    turn = await prompted_turn(local_model, asked, [note], max_tokens=60, window=4096, grammar=True)
+    [call] = turn.message.tool_calls
+    text = call["args"]["text"]
+    assert text.startswith("Today is") and text == text.rstrip(), text

@@ -13,6 +13,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import recorded
+from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply
@@ -129,7 +130,7 @@ async def test_a_repeat_beside_a_new_call_keeps_the_tools_offered(llm, saver, wo
     out = await graph.ainvoke(user_message("@agent beta and alpha?"), thread, context=prompted(workspace))
     assert [r["args"]["key"] for r in recorded(record)] == ["beta", "alpha"]
     assert not [d for d in decisions_of(out, "G1") if d["outcome"] == "tools withheld"]
-    assert "If the question needs another step" in llm.requests[-1]["messages"][-1]["content"]
+    assert "If a part is still to do" in llm.requests[-1]["messages"][-1]["content"]
 
 
 async def test_a_call_written_after_the_budget_reaches_the_person_as_words_not_json(
@@ -217,6 +218,49 @@ async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_
     assert not second.endswith("| text"), "the round after a waiting call is written as calls"
     assert "<lookup> stands where a value belongs" in llm.requests[1]["messages"][-1]["content"]
     assert out["messages"][-1].content == "Recorded 7341."
+
+
+async def test_a_call_that_changes_something_waits_for_the_lookups_written_before_it(
+    llm, saver, workspace, thread, database_url, monkeypatch
+):
+    """The 1.5B writes "compute, then save" as one list, the note holding its own guess of the product."""
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver)
+    llm.push(
+        calls(("calculate", {"expression": "37*43"}), ("save_note", {"text": "37*43 is 1600"})),
+        calls(("save_note", {"text": "37*43 is 1591"})),
+        text_reply("Saved: 37*43 is 1591."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent compute 37*43 and save the result as a note"),
+        thread,
+        context=prompted(workspace),
+    )
+    assert await PostgresRecords(database_url).notes(workspace, "default") == ["37*43 is 1591"], (
+        "the guessed note never ran; the one written with calculate's result did"
+    )
+    assert "this call changes something, so it waits" in llm.requests[1]["messages"][-1]["content"]
+    assert "returned: 1591" in llm.requests[1]["messages"][-1]["content"]
+    second = llm.requests[1]["grammar"]
+    assert not second.splitlines()[0].endswith("| text"), "the held call is written again, as a call"
+    assert "save_note" in second and "calculate" not in second, "of the tool it chose, only"
+    assert out["messages"][-1].content == "Saved: 37*43 is 1591."
+
+
+async def test_a_call_that_changes_something_runs_at_once_when_nothing_is_looked_up_before_it(
+    llm, saver, workspace, thread, database_url, monkeypatch
+):
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver)
+    llm.push(
+        calls(("save_note", {"text": "buy milk"}), ("calculate", {"expression": "2+2"})),
+        text_reply("Saved, and 2+2 is 4."),
+    )
+    await graph.ainvoke(
+        user_message("@agent save a note 'buy milk' and tell me 2+2"), thread, context=prompted(workspace)
+    )
+    assert await PostgresRecords(database_url).notes(workspace, "default") == ["buy milk"]
+    assert len(llm.requests) == 2, "both calls ran in the first round"
 
 
 async def test_an_answer_that_says_which_tool_to_call_is_asked_for_that_call(

@@ -12,9 +12,11 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
+from workspace_agent.graphs.prompts import ASK_NEXT_STEP, HELD
 from workspace_agent.providers.prompted import digest, parse_tool_calls, withheld_call
 from workspace_agent.providers.prompted.call_parsing import names_a_tool, parse_reply
 from workspace_agent.providers.prompted.catalog import (
+    acts,
     catalog,
     coerce,
     describe,
@@ -278,7 +280,7 @@ def test_digest_folds_results_and_unrun_calls_into_the_user_message():
     assert [type(m) for m in out] == [SystemMessage, HumanMessage]
     assert 'calculate({"expression": "6*7"}) returned: 42' in out[1].content
     assert "was not run: twice" in out[1].content and out[1].content.startswith("what is 6*7?")
-    assert "write its calls as a JSON list" in out[1].content, "the tools are offered again"
+    assert ASK_NEXT_STEP in out[1].content, "the tools are offered again"
     last = digest(messages, more=False)[1].content
     assert "No more tools can be used" in last and "JSON list" not in last
 
@@ -308,3 +310,30 @@ def test_a_slot_written_for_a_result_not_yet_had_is_sent_back_but_angle_brackets
     assert placeholders({"expression": "<expression>"}, schemas) == ["<expression>"]
     assert placeholders({"text": "use <b>bold</b> and a<b"}, schemas) == []
     assert placeholders({"expression": "3 * 4817"}, schemas) == []
+
+
+def test_a_call_that_changes_something_waits_only_behind_a_lookup_in_its_own_list():
+    from workspace_agent.providers.prompted import _ready
+
+    schemas = {n: {"properties": {"x": {"type": "string"}}} for n in ("calculate", "save_note", "mcp-read")}
+
+    def order(*names: str) -> tuple[list[str], list[str]]:
+        calls = [{"name": n, "args": {"x": "1"}, "id": f"c{i}"} for i, n in enumerate(names)]
+        ready, waiting = _ready(calls, schemas, {"save_note"})
+        assert all(HELD == w["error"] for w in waiting)
+        return [c["name"] for c in ready], [w["name"] for w in waiting]
+
+    assert order("calculate", "save_note") == (["calculate"], ["save_note"])
+    assert order("save_note", "calculate") == (["save_note", "calculate"], [])
+    assert order("save_note", "save_note") == (["save_note", "save_note"], [])
+    assert order("mcp-read", "save_note", "calculate") == (["mcp-read", "calculate"], ["save_note"])
+
+
+def test_a_tool_acts_unless_it_is_a_read_only_builtin_or_says_it_only_reads():
+    def tool(name: str, metadata: dict | None = None) -> StructuredTool:
+        return StructuredTool(name=name, description="d", args_schema={}, func=lambda: "", metadata=metadata)
+
+    assert not acts(tool("calculate")) and not acts(tool("search_documents"))
+    assert acts(tool("save_note")) and acts(tool("my_own_tool"))
+    assert not acts(tool("files-read", {"readOnlyHint": True}))
+    assert acts(tool("files-write", {"readOnlyHint": False, "destructiveHint": True}))
