@@ -112,6 +112,11 @@ def test_the_default_model_lists_the_documents_and_summarizes_the_pricing_sample
     assert "pricing" in listed["answer"].lower(), listed["answer"]
 
     summary = ask("Summarize the pricing document.")
-    assert "summarize_document" in ran(summary), summary["decisions"]
+    # The agent is given the passages chat would be given: the pricing sample is two chunks, both found for
+    # this message, so a summary written from them is of the whole document. Only then may the model answer
+    # without summarize_document; a document it sees part of has to be read through the tool.
+    given = {s.get("chunk") for s in summary["sources"] if str(s.get("document", "")).endswith("pricing.md")}
+    whole = given == {0, 1}
+    assert "summarize_document" in ran(summary) or whole, (summary["decisions"], summary["sources"])
     facts = ("Hobby", "Business", "12 EUR", "49 EUR")  # the pricing sample's plans and prices
     assert any(fact in summary["answer"] for fact in facts), summary["answer"]
