@@ -48,8 +48,10 @@ async def test_the_local_model_calls_the_read_only_tool_through_the_prompted_pat
     assert decisions_of(out, "A3")[0]["outcome"] == "agent"
     chosen = decisions_of(out, "C1")[0]
     assert chosen["outcome"] == [tool] and "prompted" in chosen["why"], out["decisions"]
-    ran = [d["outcome"] for d in decisions_of(out, "C10") if isinstance(d["outcome"], dict)]
-    assert ran and all(v == "ok" for r in ran for v in r.values())
+    outcomes = [d["outcome"] for d in decisions_of(out, "C10") if isinstance(d["outcome"], dict)]
+    ran = [v for outcome in outcomes for v in outcome.values()]
+    # a call the model writes again is answered from the first one's result (C10), never run twice
+    assert "ok" in ran and set(ran) <= {"ok", "repeat, not run"}, ran
     assert out["stop_reason"] == "answered" and out["messages"][-1].content.strip()
 
 
