@@ -33,7 +33,6 @@ from workspace_agent.providers.local.model_file import (
     LocalModelError,
     ModelPin,
     ensure_model_file,
-    find_model_chunks,
     pinned_model,
     served_name,
 )
@@ -112,19 +111,23 @@ def test_pins_are_served_under_their_own_names_and_other_files_under_their_stem(
     assert len({pin.filename for pin in PINS.values()}) == len(PINS)  # one cache folder holds them all
 
 
-def test_missing_chunk_wheels_say_which_extra_installs_them():
-    pin = ModelPin("m", "m.gguf", "0" * 64, 1, ("workspace-agent-no-such-chunks",), "1.0", "local-m")
-    with pytest.raises(LocalModelError, match=r"not installed.*pip install -e '\.\[local-m\]'"):
-        find_model_chunks(pin)
-
-
-def test_an_assembled_model_needs_no_chunk_wheels(tmp_path):
-    """The serving venv has no chunk wheels: it serves the file another venv assembled in the data folder."""
-    pin = ModelPin("m", "m.gguf", "0" * 64, 16, ("workspace-agent-no-such-chunks",), "1.0", "local-m")
-    with pytest.raises(
-        LocalModelError, match=r"not installed.*-m workspace_agent\.providers\.local\.model_file"
-    ):
+def test_chunk_wheels_the_index_does_not_have_are_named_and_nothing_is_left(tmp_path):
+    pin = ModelPin("m", "m.gguf", "0" * 64, 1, ("workspace-agent-no-such-chunks",), "1.0")
+    missing = r"could not download the chunk wheels of m.*no-such-chunks==1\.0"
+    with pytest.raises(LocalModelError, match=missing):
         ensure_model_file(tmp_path, pin=pin)
+    assert list(tmp_path.iterdir()) == [], "the temporary folder of wheels is gone"
+
+
+def test_an_assembled_model_is_served_without_fetching_anything(tmp_path, monkeypatch):
+    """Every venv of a checkout serves the one file in the data folder; none needs the chunk wheels."""
+    from workspace_agent.providers.local import model_file
+
+    def no_fetch(*_args: object) -> None:
+        raise AssertionError("fetched although the file is there")
+
+    monkeypatch.setattr(model_file, "fetch_chunks", no_fetch)
+    pin = ModelPin("m", "m.gguf", "0" * 64, 16, ("workspace-agent-no-such-chunks",), "1.0")
     (tmp_path / "m.gguf").write_bytes(b"x" * 16)
     assert ensure_model_file(tmp_path, pin=pin) == tmp_path / "m.gguf"
 
