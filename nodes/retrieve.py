@@ -107,8 +107,9 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
     they fit; the chunks of both are never searched, so nothing is sent twice. The ``top_n`` nearest chunks
     follow, those below ``similarity_threshold`` dropped, in every mode. The agent gets them too, unlike
     AnythingLLM's (which sees only pins and must call its search tool): asked "what do 4 Business plans
-    cost?", the 1.5B answered 5 of 5 such questions of ``bench/chains.py`` from its own guess without
-    searching, even with the documents named in ``search_documents``' description. The threshold keeps a
+    cost?", the 1.5B went on from its own guess without searching in 6 of the 8 document tasks of
+    ``bench/chains.py``, and naming the documents in ``search_documents``' description changed nothing (2 of
+    the 4 tuning tasks searched, with it and without). The threshold keeps a
     question about something else free of them (the sample's document questions score 0.44-0.68, its
     arithmetic, clock and greetings 0.22 at most), and the model can still search for more.
     A workspace without documents, or without an embedding model, leaves chat without context — and says so.
