@@ -84,6 +84,7 @@ async def _prompted(
         grammar=grammar,
         answer_only=withheld is not None,
         calls_only=waiting_calls(request),
+        first_round=not any(isinstance(m, ToolMessage) for m in request),
     )
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"

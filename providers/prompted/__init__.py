@@ -79,6 +79,7 @@ async def prompted_turn(
     grammar: bool = False,
     answer_only: bool = False,
     calls_only: frozenset[str] = frozenset(),
+    first_round: bool = True,
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
@@ -100,6 +101,11 @@ async def prompted_turn(
         calls_only: The tools of the calls the model's last reply left waiting for results that are now
             in (``waiting_calls``): under the grammar this reply is calls of those tools only, so the model
             writes the step it planned; the arguments stay its choice.
+        first_round: No call has run in this turn yet. Only then is the catalog's rule said again after
+            the user's message (``with_reminder``): once results are in, the next-step ask says what to do,
+            and the reminder after it ("reply with only the JSON list of calls") drew the 1.5B, in a thread
+            with history, into writing the ``calculate`` it had just run again instead of the ``save_note``
+            that came next.
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -118,7 +124,8 @@ async def prompted_turn(
         planned = [t for t in offered if t.name in calls_only] or offered
         rules = call_grammar(planned, schemas, calls_only=bool(calls_only))
         options["extra_body"] = {"grammar": rules}
-    prompt = with_catalog(request if answer_only else with_reminder(request), offered)
+    reminded = with_reminder(request) if first_round and not answer_only else request
+    prompt = with_catalog(reminded, offered)
     refused = None
     try:
         response = await ask(model, options, prompt, show_text="extra_body" in options)

@@ -58,7 +58,7 @@ async def test_the_local_model_calls_the_read_only_tool_through_the_prompted_pat
 async def test_the_default_model_runs_a_second_call_that_needs_the_first_ones_result(
     saver, workspace, thread, monkeypatch
 ):
-    """Two dependent steps: the code cannot be guessed, so the product needs a second round.
+    """Two dependent steps after an earlier exchange: the code cannot be guessed, so it takes a second round.
 
     As a new user meets it: no model settings, so the embedded default model with its call grammar (a
     program's own model gets no grammar).
@@ -72,6 +72,7 @@ async def test_the_default_model_runs_a_second_call_that_needs_the_first_ones_re
 
     graph = build_graph(checkpointer=saver, tools=[StructuredTool.from_function(secret_code)])
     context = Context(workspace=workspace, auto_approved=["*"])
+    await graph.ainvoke(user_message("hello"), thread, context=context)  # a thread with an earlier exchange
     question = "@agent Look up the secret code for blue, then use calculate to multiply that code by 3."
     out = await graph.ainvoke(user_message(question), thread, context=context)
     rounds = [d["outcome"] for d in decisions_of(out, "C1") if d["decided_by"] == "model"]

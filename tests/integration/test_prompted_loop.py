@@ -16,6 +16,7 @@ from tests.support.tools import recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
+from workspace_agent.graphs.prompts import ASK_NEXT_STEP, REMINDER
 from workspace_agent.samples.scripted_model import text_reply
 
 VALUES = {"alpha": "7341", "beta": "1002"}
@@ -289,3 +290,15 @@ async def test_an_answer_that_says_which_tool_to_call_is_asked_for_that_call(
     llm.push(text_reply("I used the lookup tool earlier; alpha is 7341."))
     out = await graph.ainvoke(user_message("@agent and alpha again?"), thread, context=prompted(workspace))
     assert len(llm.requests) == 1, "naming a tool in passing is an answer"
+
+
+async def test_after_history_the_reminder_goes_with_the_first_round_only(llm, saver, workspace, thread):
+    """Said again after the results, "reply with only the JSON list" drew the 1.5B into repeating its call."""
+    graph = build_graph(checkpointer=saver)
+    llm.push(text_reply("Hello!"))
+    await graph.ainvoke(user_message("hello"), thread, context=prompted(workspace))
+    llm.push(calls(("calculate", {"expression": "37*43"})), text_reply("1591."))
+    await graph.ainvoke(user_message("@agent what is 37*43?"), thread, context=prompted(workspace))
+    first, second = (r["messages"][-1]["content"] for r in llm.requests[1:])
+    assert first.endswith(REMINDER), "history stands between the catalog and the question"
+    assert REMINDER not in second and second.endswith(ASK_NEXT_STEP), "after results, the next-step ask"
