@@ -15,8 +15,9 @@ task, seconds per task and prompt tokens the server read per task, and as the ba
 seconds of a plain one-call task (``@agent What is 12*34?`` and the like, after an untimed warm-up turn),
 run before the tasks and after every four (``--baseline-every``): each task is set against the two around
 it, as the machine's load drifts, and the ratios are averaged. The tasks come in pairs of one kind; the
-first of each pair is ``tune``, the second ``held-out``. Per-task details go to a JSONL file under the data
-folder (``--rescore FILE`` checks one again).
+first of each pair is ``tune``, the second ``held-out``; ``fresh`` holds eight more, one per kind, written
+once the held-out half had been read and left unrun until the tuning they test was done. Per-task details
+go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
 for a thread that holds two earlier chat exchanges, ``--model 0.5b,1.5b`` for both in one run, ``--results
@@ -325,6 +326,11 @@ def minutes_since_midnight(outcome: Outcome) -> set[float]:
     return found
 
 
+def this_year(outcome: Outcome) -> set[float]:
+    """The year of the task (both, if New Year fell in between)."""
+    return {float(outcome.started.year), float(outcome.ended.year)}
+
+
 def years_since_1990(outcome: Outcome) -> set[float]:
     """The years from 1990 to this one."""
     return {float(outcome.started.year - 1990), float(outcome.ended.year - 1990)}
@@ -396,14 +402,45 @@ TASKS = [
 ]  # fmt: skip
 
 
+#: Written before the session that tuned on ``held-out`` failures (the held-out half had by then been read),
+#: and run only once the tuning was done: the untouched half. One per kind, the same checks.
+FRESH = [
+    Task("business-5y", "documents>calculate",
+         "@agent What do 5 installations of the Lanternfish Business plan cost per year when paid yearly?",
+         says(2450), "2450 (5 x 490 EUR)"),
+    Task("pause-seconds", "documents>calculate",
+         "@agent Lanternfish pauses alerts for a while when most checks fail together. How many seconds "
+         "is that pause?",
+         says(600), "600 (10 minutes)"),
+    Task("year-note", "datetime>note", "@agent Save a note that says which year it is now.",
+         says(this_year, where="note"), "a note with this year"),
+    Task("work-note", "calculate>note", "@agent Work out 58*17 and store the answer in a note.",
+         note_says(986), "a note with 986"),
+    Task("subtract-after", "calculate>calculate",
+         "@agent Multiply 19 by 21, then subtract 99 from the product.", says(300), "300"),
+    Task("years-to-2100", "datetime>calculate",
+         "@agent Which year is it now, and how many years remain until the year 2100?",
+         says(lambda o: {2100 - y for y in this_year(o)}), "2100 - this year"),
+    Task("refund-note", "documents>note",
+         "@agent Find how many days Lanternfish gives for a refund and save that in a note.",
+         note_says(30), "a note with 30"),
+    Task("pages-x3-note", "documents>calculate>note",
+         "@agent Look up how many status pages the Lanternfish Team plan includes, multiply that by 3, and "
+         "save the result as a note.",
+         note_says(15), "a note with 15 (3 x 5)"),
+]  # fmt: skip
+SPLITS = ("tune", "held-out", "fresh")
+
+
 def split_of(index: int) -> str:
     """The fixed rule: in pairs of one kind, the first of a pair is tuned on, the second held out."""
     return "tune" if index % 2 == 0 else "held-out"
 
 
 def tasks_of(split: str) -> list[tuple[str, Task]]:
-    """The tasks of a split (``all`` for both), each with its split."""
-    return [(split_of(i), t) for i, t in enumerate(TASKS) if split in ("all", split_of(i))]
+    """The tasks of a split (``all`` for every one), each with its split."""
+    paired = [(split_of(i), t) for i, t in enumerate(TASKS)] + [("fresh", t) for t in FRESH]
+    return [(s, t) for s, t in paired if split in ("all", s)]
 
 
 # --- running --------------------------------------------------------------------------------------------
@@ -575,7 +612,7 @@ async def bench(options: argparse.Namespace) -> None:
                         result.baseline = round((bases[-2] + bases[-1]) / 2, 2)
                         run_.write(asdict(result))
                     results.extend(group)
-            for split in ("tune", "held-out"):
+            for split in SPLITS:
                 part = [r for r in results if r.split == split]
                 if part:
                     rows.append(summary(short, split, part))
@@ -601,7 +638,7 @@ def show(i: int, total: int, result: Result) -> None:
 def rescore(path: Path) -> None:
     """Check an earlier run's answers and notes again with today's checks, and print its table."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_id = {t.id: t for t in TASKS}
+    by_id = {t.id: t for t in TASKS + FRESH}
     results = []
     for row in rows:
         started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
@@ -611,7 +648,7 @@ def rescore(path: Path) -> None:
         results.append(Result(**{"invalid": 0, **row}))  # older files did not count invalid calls
     table = []
     for model in dict.fromkeys(r.model for r in results):
-        for split in ("tune", "held-out", "all"):
+        for split in (*SPLITS, "all"):
             part = [r for r in results if r.model == model and split in ("all", r.split)]
             if part:
                 table.append(summary(model, split, part))
@@ -622,7 +659,7 @@ def main() -> None:
     """Parse the options and run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=os.environ.get("LOCAL_MODEL") or "1.5b", help="0.5b, 1.5b or both")
-    parser.add_argument("--split", choices=["tune", "held-out", "all"], default="all")
+    parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
     parser.add_argument("--history", action="store_true", help="two earlier chat exchanges in each thread")
     parser.add_argument("--limit", type=int, default=0, help="only the first N tasks of the split")
     parser.add_argument("--only", default="", help="only these tasks (ids, comma-separated)")
