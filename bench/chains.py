@@ -438,9 +438,12 @@ def split_of(index: int) -> str:
 
 
 def tasks_of(split: str) -> list[tuple[str, Task]]:
-    """The tasks of a split (``all`` for every one), each with its split."""
+    """The tasks of some splits (comma-separated, or ``all``), each with its split."""
+    wanted = set(SPLITS) if split == "all" else set(split.split(","))
+    if unknown := wanted - set(SPLITS):
+        raise SystemExit(f"--split: no split {', '.join(sorted(unknown))} (splits: {', '.join(SPLITS)}, all)")
     paired = [(split_of(i), t) for i, t in enumerate(TASKS)] + [("fresh", t) for t in FRESH]
-    return [(s, t) for s, t in paired if split in ("all", s)]
+    return [(s, t) for s, t in paired if s in wanted]
 
 
 # --- running --------------------------------------------------------------------------------------------
@@ -659,7 +662,7 @@ def main() -> None:
     """Parse the options and run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=os.environ.get("LOCAL_MODEL") or "1.5b", help="0.5b, 1.5b or both")
-    parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
+    parser.add_argument("--split", default="all", help="tune, held-out, fresh; several (tune,held-out), all")
     parser.add_argument("--history", action="store_true", help="two earlier chat exchanges in each thread")
     parser.add_argument("--limit", type=int, default=0, help="only the first N tasks of the split")
     parser.add_argument("--only", default="", help="only these tasks (ids, comma-separated)")
