@@ -84,6 +84,7 @@ def render_system(ctx: Context) -> str:
     text = ctx.system_prompt
     for name, value in {
         "{date}": now.strftime("%Y-%m-%d"),
+        "{weekday}": now.strftime("%A"),
         "{datetime}": now.isoformat(timespec="seconds"),
         "{user_id}": ctx.user_id,
         "{workspace}": ctx.workspace,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -260,11 +261,12 @@ async def test_system_prompt_variables_are_filled(llm, saver, workspace, thread)
             workspace=workspace,
             user_id="bob",
             chat_mode="chat",
-            system_prompt="{workspace}|{user_id}|{date}|{datetime}",
+            system_prompt="{workspace}|{user_id}|{date}|{weekday}|{datetime}",
         ),
     )
-    ws, user, date, stamp = llm.requests[0]["messages"][0]["content"].split("|")
+    ws, user, date, weekday, stamp = llm.requests[0]["messages"][0]["content"].split("|")
     assert (ws, user) == (workspace, "bob") and len(date) == 10 and stamp.startswith(date)
+    assert weekday == dt.datetime.fromisoformat(stamp).strftime("%A")
 
 
 def test_a_negative_history_limit_is_a_clear_config_error():
