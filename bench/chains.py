@@ -149,11 +149,21 @@ def served(short: str) -> Iterator[ModelUnderTest]:
 
 @dataclass
 class Session:
-    """The graph on the project's PostgreSQL saver, and the JSONL file a bench writes its details to."""
+    """The project's PostgreSQL saver, the graph of the model under test, and the JSONL details file."""
 
-    graph: Any
+    saver: Any
     sink: TextIO
     path: Path
+    graph: Any = None
+
+    def for_model(self) -> None:
+        """A graph for the model just served, built after ``ModelUnderTest`` set the endpoint.
+
+        The endpoint is read when the graph is built: one built before used the checkout's shared model
+        server (the default pin, whatever ``--model`` said), and every run until this was seen measured
+        that server's 1.5B.
+        """
+        self.graph = build_graph(checkpointer=self.saver)
 
     def write(self, record: dict[str, Any]) -> None:
         """One line of details, written at once (a run stopped half-way keeps what it measured)."""
@@ -171,7 +181,7 @@ async def session(name: str, out: str | None) -> AsyncIterator[Session]:
     print(f"load average {os.getloadavg()[0]:.1f}; details in {path}", flush=True)
     async with postgres_saver() as saver:
         with path.open("a", encoding="utf-8") as sink:  # noqa: ASYNC230 - a bench, one writer, line by line
-            yield Session(build_graph(checkpointer=saver), sink, path)
+            yield Session(saver, sink, path)
 
 
 def results_as(choice: str | None) -> str:
@@ -599,8 +609,12 @@ async def bench(options: argparse.Namespace) -> None:
         print(f"{len(chosen)} task(s); a round's results read as {results_read}", flush=True)
         for short in options.model.split(","):
             with served(short) as model:
+                run_.for_model()
+                before = await model.counters()
                 # the first turn loads the tool workers and fills the prompt cache: not a baseline
                 await baseline(run_.graph, options.history, 0)
+                if not difference(await model.counters(), before).get("written"):
+                    raise SystemExit(f"the warm-up turn did not reach the served {short}: nothing measured")
                 bases = [await baseline(run_.graph, options.history, 1)]
                 results: list[Result] = []
                 every = max(options.baseline_every, 1)
