@@ -36,7 +36,7 @@ def spin(pid_file: str) -> None:
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or reaped between the open and the read
         return False
     return state not in ("Z", "X")
 
