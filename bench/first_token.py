@@ -281,10 +281,14 @@ async def bench(options: argparse.Namespace) -> None:
         for short in options.model.split(","):
             samples = []
             with served(short) as model:
+                run_.for_model()
+                before = await model.counters()
                 # the first requests after loading are slower, and the first tool call starts the tool
                 # workers: a running server has done both
                 for text in ("Hi! In one short sentence: what is a river?", agent_text(0)):
                     await streamed_turn(run_.graph, model, text, f"ttft-{uuid.uuid4().hex}")
+                if not difference(await model.counters(), before).get("written"):
+                    raise SystemExit(f"the warm-up turns did not reach the served {short}: nothing measured")
                 for n in range(options.runs):
                     started = time.perf_counter()
                     one = await sample(run_.graph, model, n)
