@@ -33,7 +33,7 @@ import re
 import statistics
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -159,9 +159,8 @@ class Session:
     def for_model(self) -> None:
         """A graph for the model just served, built after ``ModelUnderTest`` set the endpoint.
 
-        The endpoint is read when the graph is built: one built before used the checkout's shared model
-        server (the default pin, whatever ``--model`` said), and every run until this was seen measured
-        that server's 1.5B.
+        The endpoint is read when the graph is built (since 65d0424): one built before used the checkout's
+        shared model server, the default pin whatever ``--model`` said (``warm_up`` now catches that).
         """
         self.graph = build_graph(checkpointer=self.saver)
 
@@ -182,6 +181,17 @@ async def session(name: str, out: str | None) -> AsyncIterator[Session]:
     async with postgres_saver() as saver:
         with path.open("a", encoding="utf-8") as sink:  # noqa: ASYNC230 - a bench, one writer, line by line
             yield Session(saver, sink, path)
+
+
+async def warm_up(model: ModelUnderTest, turns: Awaitable[Any]) -> None:
+    """Run the untimed warm-up ``turns``; stop the bench if they did not reach the served model.
+
+    A graph that went elsewhere (the checkout's shared server) would have every figure measured there.
+    """
+    before = await model.counters()
+    await turns
+    if not difference(await model.counters(), before).get("written"):
+        raise SystemExit(f"the warm-up did not reach the served {model.short}: nothing measured")
 
 
 def results_as(choice: str | None) -> str:
@@ -343,7 +353,7 @@ def this_year(outcome: Outcome) -> set[float]:
 
 def years_since_1990(outcome: Outcome) -> set[float]:
     """The years from 1990 to this one."""
-    return {float(outcome.started.year - 1990), float(outcome.ended.year - 1990)}
+    return {year - 1990 for year in this_year(outcome)}
 
 
 @dataclass(frozen=True)
@@ -610,11 +620,8 @@ async def bench(options: argparse.Namespace) -> None:
         for short in options.model.split(","):
             with served(short) as model:
                 run_.for_model()
-                before = await model.counters()
                 # the first turn loads the tool workers and fills the prompt cache: not a baseline
-                await baseline(run_.graph, options.history, 0)
-                if not difference(await model.counters(), before).get("written"):
-                    raise SystemExit(f"the warm-up turn did not reach the served {short}: nothing measured")
+                await warm_up(model, baseline(run_.graph, options.history, 0))
                 bases = [await baseline(run_.graph, options.history, 1)]
                 results: list[Result] = []
                 every = max(options.baseline_every, 1)

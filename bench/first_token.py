@@ -46,6 +46,7 @@ from chains import (
     results_as,
     served,
     session,
+    warm_up,
 )
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langgraph.types import Command
@@ -124,6 +125,12 @@ class Turn:
 def _usage(message: AIMessage) -> dict[str, Any] | None:
     """The token figures a reply message carries (usage_metadata, else response_metadata's token_usage)."""
     return message.usage_metadata or message.response_metadata.get("token_usage")  # type: ignore[return-value]
+
+
+async def warm_turns(graph: Any, model: ModelUnderTest) -> None:
+    """A chat turn and an ``@agent`` turn, untimed."""
+    for text in ("Hi! In one short sentence: what is a river?", agent_text(0)):
+        await streamed_turn(graph, model, text, f"ttft-{uuid.uuid4().hex}")
 
 
 async def streamed_turn(graph: Any, model: ModelUnderTest, text: str, thread: str) -> Turn:
@@ -282,13 +289,9 @@ async def bench(options: argparse.Namespace) -> None:
             samples = []
             with served(short) as model:
                 run_.for_model()
-                before = await model.counters()
                 # the first requests after loading are slower, and the first tool call starts the tool
                 # workers: a running server has done both
-                for text in ("Hi! In one short sentence: what is a river?", agent_text(0)):
-                    await streamed_turn(run_.graph, model, text, f"ttft-{uuid.uuid4().hex}")
-                if not difference(await model.counters(), before).get("written"):
-                    raise SystemExit(f"the warm-up turns did not reach the served {short}: nothing measured")
+                await warm_up(model, warm_turns(run_.graph, model))
                 for n in range(options.runs):
                     started = time.perf_counter()
                     one = await sample(run_.graph, model, n)
