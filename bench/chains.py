@@ -16,8 +16,9 @@ seconds of a plain one-call task (``@agent What is 12*34?`` and the like, after 
 run before the tasks and after every four (``--baseline-every``): each task is set against the two around
 it, as the machine's load drifts, and the ratios are averaged. The tasks come in pairs of one kind; the
 first of each pair is ``tune``, the second ``held-out``; ``fresh`` holds eight more, one per kind, written
-once the held-out half had been read and left unrun until the tuning they test was done. Per-task details
-go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
+once the held-out half had been read and left unrun until the tuning they test was done; ``unseen`` eight
+more, written once ``fresh`` had been read. Per-task details go to a JSONL file under the data folder
+(``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
 for a thread that holds two earlier chat exchanges, ``--model 0.5b,1.5b`` for both in one run, ``--results
@@ -449,7 +450,34 @@ FRESH = [
          "save the result as a note.",
          note_says(15), "a note with 15 (3 x 5)"),
 ]  # fmt: skip
-SPLITS = ("tune", "held-out", "fresh")
+#: Written at the start of stop 28, before any change of that stop, once ``fresh`` had been run and its
+#: failures read: the next untouched eight, run only at the end of a round of tuning. One per kind.
+UNSEEN = [
+    Task("checks-x4", "documents>calculate",
+         "@agent How many checks do 4 installations of the Lanternfish Team plan include altogether?",
+         says(1000), "1000 (4 x 250)"),
+    Task("error-bytes", "documents>calculate",
+         "@agent For a failed check, Lanternfish keeps the first part of the error. How many bytes is that?",
+         says(lambda o: {2048.0, 2000.0}), "2048 (2 KB; 2000 accepted)"),
+    Task("month-note", "datetime>note", "@agent Save a note with the name of the current month.",
+         lambda o: any(d.strftime("%B").lower() in n.lower() for n in o.notes for d in (o.started, o.ended)),
+         "a note naming this month"),
+    Task("keep-note", "calculate>note", "@agent Find the value of 96 / 4 + 13 and keep it in a note.",
+         note_says(37), "a note with 37"),
+    Task("square-minus", "calculate>calculate", "@agent Square 27, then take 29 away from that.",
+         says(700), "700"),
+    Task("day-x3", "datetime>calculate",
+         "@agent What day of the month is it today, and what is that number times 3?",
+         says(lambda o: {3.0 * d.day for d in (o.started, o.ended)}), "3 x the day of the month"),
+    Task("docker-note", "documents>note",
+         "@agent Find which Docker version Lanternfish needs at least and write it down in a note.",
+         note_says(24), "a note with 24"),
+    Task("hobby-x7-note", "documents>calculate>note",
+         "@agent Find how many checks the Lanternfish Hobby plan allows, multiply that by 7, and store the "
+         "result in a note.",
+         note_says(140), "a note with 140 (7 x 20)"),
+]  # fmt: skip
+SPLITS = ("tune", "held-out", "fresh", "unseen")
 
 
 def split_of(index: int) -> str:
@@ -462,7 +490,11 @@ def tasks_of(split: str) -> list[tuple[str, Task]]:
     wanted = set(SPLITS) if split == "all" else set(split.split(","))
     if unknown := wanted - set(SPLITS):
         raise SystemExit(f"--split: no split {', '.join(sorted(unknown))} (splits: {', '.join(SPLITS)}, all)")
-    paired = [(split_of(i), t) for i, t in enumerate(TASKS)] + [("fresh", t) for t in FRESH]
+    paired = (
+        [(split_of(i), t) for i, t in enumerate(TASKS)]
+        + [("fresh", t) for t in FRESH]
+        + [("unseen", t) for t in UNSEEN]
+    )
     return [(s, t) for s, t in paired if s in wanted]
 
 
@@ -662,7 +694,7 @@ def show(i: int, total: int, result: Result) -> None:
 def rescore(path: Path) -> None:
     """Check an earlier run's answers and notes again with today's checks, and print its table."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_id = {t.id: t for t in TASKS + FRESH}
+    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN}
     results = []
     for row in rows:
         started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
@@ -683,7 +715,8 @@ def main() -> None:
     """Parse the options and run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=os.environ.get("LOCAL_MODEL") or "1.5b", help="0.5b, 1.5b or both")
-    parser.add_argument("--split", default="all", help="tune, held-out, fresh; several (tune,held-out), all")
+    splits = ", ".join(SPLITS)
+    parser.add_argument("--split", default="all", help=f"{splits}; several (tune,held-out), all")
     parser.add_argument("--history", action="store_true", help="two earlier chat exchanges in each thread")
     parser.add_argument("--limit", type=int, default=0, help="only the first N tasks of the split")
     parser.add_argument("--only", default="", help="only these tasks (ids, comma-separated)")
