@@ -53,6 +53,8 @@ ASK_NEXT_STEP = (
     "Check every part of the question. If a part is still to do, reply with only the JSON list of its "
     "calls, using these results; if all is done, answer briefly in plain sentences."
 )
+#: Said before ``ASK_NEXT_STEP`` when the question names offered tools that have not run in this turn.
+NAMED_UNUSED = "The question also names {tools}, which this turn has not used yet. "
 #: Told after the results once the turn's tool budget is spent.
 ASK_ANSWER = (
     "No more tools can be used for this question. Answer it briefly from these results, in plain "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import takewhile
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
@@ -16,6 +16,7 @@ from ..graphs.services import Services
 from ..graphs.state import AgentState, Decision, decision
 from ..providers.prompted import (
     digest,
+    named_unused,
     names_a_tool,
     prompted_turn,
     waiting_calls,
@@ -64,6 +65,7 @@ async def _offered_tools(
 async def _prompted(
     model: Any,
     request: list[BaseMessage],
+    question: str,
     tools: list[BaseTool],
     withheld: str | None,
     ctx: Context,
@@ -75,9 +77,10 @@ async def _prompted(
     that writes a call where none can run (the budget spent, or a tool that does not exist even when asked
     again) is never shown as JSON: the person reads why, and what the tools returned.
     """
+    named = named_unused(question, request, tools) if withheld is None else []
     turn = await prompted_turn(
         model,
-        digest(request, more=withheld is None),
+        digest(request, more=withheld is None, named=named),
         tools,
         max_tokens=ctx.max_tokens or ctx.reply_reserve,
         window=ctx.window,
@@ -89,6 +92,9 @@ async def _prompted(
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"
     notes: list[Decision] = []
+    if named and any(isinstance(m, ToolMessage) for m in request):
+        why = f"the question names {', '.join(named)}, not used in this turn yet: the results' digest says so"
+        notes.append(decision("C1", "code", {"named_unused": named}, why))
     if turn.left_out:
         why = (
             f"the catalog of {len(tools)} tools did not fit the window: the {len(turn.offered)} most "
@@ -155,7 +161,9 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     if tools and not ctx.native_tool_calling:
         grammar = services.call_grammar()
         sampled = _sampled(model, ctx, max_tokens=None)  # the prompted turn asks for its own max_tokens
-        response, how, notes = await _prompted(sampled, request, tools, withheld, ctx, grammar)
+        question = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
+        asked = message_text(question) if question is not None else ""
+        response, how, notes = await _prompted(sampled, request, asked, tools, withheld, ctx, grammar)
         decisions += notes
     else:
         if tools and withheld is None:

@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from ...graphs.prompts import ASK_ANSWER, ASK_NEXT_STEP, HELD, RESULTS_HEADER, SLOT, WAITING
+from ...graphs.prompts import ASK_ANSWER, ASK_NEXT_STEP, HELD, NAMED_UNUSED, RESULTS_HEADER, SLOT, WAITING
 from ..tokens import count, count_messages, message_text
 from .call_grammar import TEXT_GRAMMAR, call_grammar
 from .call_parsing import names_a_tool, parse_reply
@@ -339,7 +339,29 @@ def _result_lines(messages: list[BaseMessage]) -> list[str]:
     return lines
 
 
-def digest(messages: list[BaseMessage], *, more: bool = True) -> list[BaseMessage]:
+def named_unused(question: str, messages: list[BaseMessage], tools: list[BaseTool]) -> list[str]:
+    """The offered tools the person's question names that no call of this turn has used yet.
+
+    A tool is named by the last word of its name, what it acts on (``save_note``: a note), so "store the
+    answer in a note" names ``save_note`` and not ``save_to_workspace``. Asked for a result and a note, the
+    1.5B ran ``calculate``, then wrote the same call again instead of the note; told that the question
+    names ``save_note``, which had not run, it wrote the note.
+    """
+    words = set(re.findall(r"[a-z]+", question.lower()))
+    words |= {w[:-1] for w in words if w.endswith("s")}
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    used = {c["name"] for m in messages[start:] if isinstance(m, AIMessage) for c in m.tool_calls}
+    named = []
+    for tool in tools:
+        last = re.split(r"[^a-z]+", tool.name.lower().rstrip("s"))[-1]
+        if tool.name not in used and len(last) > 2 and last in words:
+            named.append(tool.name)
+    return named
+
+
+def digest(
+    messages: list[BaseMessage], *, more: bool = True, named: list[str] | None = None
+) -> list[BaseMessage]:
     """Fold this turn's tool calls and results into the user message as plain text.
 
     Every round so far is listed in order, calls that were not run with their error, and the model is told
@@ -351,7 +373,10 @@ def digest(messages: list[BaseMessage], *, more: bool = True) -> list[BaseMessag
     lines = _result_lines(messages)
     if not lines or RESULTS_AS == "messages":
         return messages
-    note = RESULTS_HEADER + "\n".join(lines) + "\n" + (ASK_NEXT_STEP if more else ASK_ANSWER)
+    then = (
+        (NAMED_UNUSED.format(tools=", ".join(named)) if named else "") + ASK_NEXT_STEP if more else ASK_ANSWER
+    )
+    note = RESULTS_HEADER + "\n".join(lines) + "\n" + then
     return [*messages[:start], HumanMessage(message_text(messages[start]) + note)]
 
 

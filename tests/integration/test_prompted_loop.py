@@ -16,7 +16,7 @@ from tests.support.tools import recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.prompts import ASK_NEXT_STEP, REMINDER
+from workspace_agent.graphs.prompts import ASK_NEXT_STEP, NAMED_UNUSED, REMINDER
 from workspace_agent.samples.scripted_model import text_reply
 
 VALUES = {"alpha": "7341", "beta": "1002"}
@@ -78,7 +78,33 @@ async def test_a_second_dependent_call_runs_and_the_turn_ends_on_the_models_text
         "lookup" in second["messages"][-1]["content"] and "alpha = 7341" in second["messages"][-1]["content"]
     )
     assert 'record({"value": "7341"}) returned: recorded 7341' in third["messages"][-1]["content"]
-    assert [d["outcome"] for d in decisions_of(out, "C1")] == [["lookup"], ["record"], "answer"]
+    chosen = [d["outcome"] for d in decisions_of(out, "C1") if d["decided_by"] == "model"]
+    assert chosen == [["lookup"], ["record"], "answer"]
+
+
+async def test_the_next_round_hears_which_tools_the_question_names_until_they_have_run(
+    llm, saver, workspace, thread, tmp_path
+):
+    """The 1.5B ran ``calculate`` for "work out 58*17 and store it in a note", then the same call again."""
+    graph = build_graph(checkpointer=saver, tools=key_tools(tmp_path / "runs.jsonl"))
+    llm.push(
+        calls(("lookup", {"key": "alpha"})),
+        calls(("record", {"value": "7341"})),
+        text_reply("Recorded 7341."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent look up the key alpha, then record its value"),
+        thread,
+        context=prompted(workspace),
+    )
+    hint = NAMED_UNUSED.format(tools="record")
+    first, second, third = (r["messages"][-1]["content"] for r in llm.requests)
+    assert hint not in first, "before any result the catalog's rule is enough"
+    assert second.endswith(hint + ASK_NEXT_STEP), "lookup ran, record not yet: the ask names it"
+    assert hint not in third and third.endswith(ASK_NEXT_STEP), "once record ran, nothing is named"
+    [noted] = [d for d in decisions_of(out, "C1") if isinstance(d["outcome"], dict)]
+    assert noted["outcome"] == {"named_unused": ["record"]} and "not used in this turn yet" in noted["why"]
+    assert out["messages"][-1].content == "Recorded 7341."
 
 
 async def test_a_call_repeated_in_a_later_round_is_answered_from_its_result_not_run_again(

@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from workspace_agent.graphs.prompts import ASK_NEXT_STEP, HELD
-from workspace_agent.providers.prompted import digest, parse_tool_calls, withheld_call
+from workspace_agent.graphs.prompts import ASK_NEXT_STEP, HELD, NAMED_UNUSED
+from workspace_agent.providers.prompted import digest, named_unused, parse_tool_calls, withheld_call
 from workspace_agent.providers.prompted.call_parsing import names_a_tool, parse_reply
 from workspace_agent.providers.prompted.catalog import (
     acts,
@@ -283,6 +283,26 @@ def test_digest_folds_results_and_unrun_calls_into_the_user_message():
     assert ASK_NEXT_STEP in out[1].content, "the tools are offered again"
     last = digest(messages, more=False)[1].content
     assert "No more tools can be used" in last and "JSON list" not in last
+
+
+def test_the_digest_says_which_tools_the_question_names_that_have_not_run_yet():
+    def tool(name: str) -> StructuredTool:
+        return StructuredTool.from_function(lambda: "", name=name, description="A tool.")
+
+    tools = [tool(n) for n in ("calculate", "save_note", "save_to_workspace", "weather-get_forecast", "ab")]
+    call = {"name": "calculate", "args": {"expression": "58*17"}, "id": "c1", "type": "tool_call"}
+    question = "Calculate 58*17, store the answer in a note and give me the forecasts"
+    messages = [HumanMessage("Context: ... workspace ...\n\n" + question)]
+    assert named_unused(question, messages, tools) == ["calculate", "save_note", "weather-get_forecast"]
+    messages += [AIMessage("", tool_calls=[call]), ToolMessage("986", tool_call_id="c1")]
+    named = named_unused(question, messages, tools)
+    assert named == ["save_note", "weather-get_forecast"], (
+        "a tool that ran is not named; the context is not read"
+    )
+    note = digest(messages, named=named)[-1].content
+    assert note.endswith(NAMED_UNUSED.format(tools="save_note, weather-get_forecast") + ASK_NEXT_STEP)
+    assert named_unused("what is 6*7?", messages, tools) == [], "a question that names no tool"
+    assert "names" not in digest(messages, named=[])[-1].content
 
 
 def test_a_call_that_cannot_run_reaches_the_person_as_words_with_what_the_tools_returned():
