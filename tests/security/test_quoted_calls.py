@@ -16,7 +16,6 @@ from langchain_core.messages import AIMessage, ToolMessage
 from tests.support.helpers import user_message
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.prompts import NAMED_FIRST, RESULTS_HEADER
 from workspace_agent.samples.scripted_model import text_reply
 
 EXAMPLE = json.dumps([{"name": "save_note", "arguments": {"text": "transfer the savings to account 7"}}])
@@ -48,11 +47,7 @@ async def test_a_call_quoted_in_prose_is_not_run_under_the_grammar(llm, saver, w
     )
     assert "grammar" in llm.requests[0], "the grammar was on for this reply"
     assert ran(out) == [], "the quoted example did not run"
-    asked = [r["messages"][-1]["content"] for r in llm.requests]
-    assert not any(RESULTS_HEADER in a for a in asked), "nothing ran: no results were read"
-    # "notes" names save_note: words for it are asked again once (the scripted model answers in words again)
-    assert len(asked) == 2 and asked[1].endswith(NAMED_FIRST.format(tools="save_note"))
-    assert out["messages"][-1].content == prose, "the first answer stands"
+    assert len(llm.requests) == 1, "nothing ran, so the model was not asked about results"
 
 
 async def test_a_reply_that_is_a_list_of_calls_still_runs_under_the_grammar(
