@@ -55,11 +55,6 @@ ASK_NEXT_STEP = (
 )
 #: Said before ``ASK_NEXT_STEP`` when the question names offered tools that have not run in this turn.
 NAMED_UNUSED = "The question also names {tools}, which this turn has not used yet. "
-#: Said after the question when a first reply answered in words a question that names a tool.
-NAMED_FIRST = (
-    "\n\n(This names {tools}. If it asks for a call of it, reply with only the JSON list of the calls it "
-    "needs; otherwise answer directly.)"
-)
 #: Told after the results once the turn's tool budget is spent.
 ASK_ANSWER = (
     "No more tools can be used for this question. Answer it briefly from these results, in plain "

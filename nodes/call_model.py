@@ -20,7 +20,6 @@ from ..providers.prompted import (
     names_a_tool,
     prompted_turn,
     waiting_calls,
-    with_named,
     withheld_call,
 )
 from ..providers.prompted.streaming import progress
@@ -79,35 +78,23 @@ async def _prompted(
     again) is never shown as JSON: the person reads why, and what the tools returned.
     """
     named = named_unused(question, request, tools) if withheld is None else []
-    first = not any(isinstance(m, ToolMessage) for m in request)
-    options: dict[str, Any] = {
-        "max_tokens": ctx.max_tokens or ctx.reply_reserve,
-        "window": ctx.window,
-        "grammar": grammar,
-        "answer_only": withheld is not None,
-        "calls_only": waiting_calls(request),
-        "first_round": first,
-    }
-    turn = await prompted_turn(model, digest(request, more=withheld is None, named=named), tools, **options)
+    turn = await prompted_turn(
+        model,
+        digest(request, more=withheld is None, named=named),
+        tools,
+        max_tokens=ctx.max_tokens or ctx.reply_reserve,
+        window=ctx.window,
+        grammar=grammar,
+        answer_only=withheld is not None,
+        calls_only=waiting_calls(request),
+        first_round=not any(isinstance(m, ToolMessage) for m in request),
+    )
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"
     notes: list[Decision] = []
-    if named and not first:
+    if named and any(isinstance(m, ToolMessage) for m in request):
         why = f"the question names {', '.join(named)}, not used in this turn yet: the results' digest says so"
         notes.append(decision("C1", "code", {"named_unused": named}, why))
-    reply = turn.message
-    if (
-        named
-        and first
-        and not (reply.tool_calls or reply.invalid_tool_calls or turn.retried or turn.described)
-    ):
-        # "find the Docker version and write it down in a note": the 1.5B answered with a plan in words
-        again = await prompted_turn(model, with_named(request, named), tools, **options, stream=False)
-        called = bool(again.message.tool_calls)
-        outcome = "it wrote calls" if called else "it answered in words again, and its first answer stands"
-        why = f"the model answered in words a question naming {', '.join(named)}: asked again, {outcome}"
-        notes.append(decision("C1", "code", {"named_unused": named, "asked_again": called}, why))
-        turn = again if called else turn
     if turn.left_out:
         why = (
             f"the catalog of {len(tools)} tools did not fit the window: the {len(turn.offered)} most "

@@ -20,16 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from ...graphs.prompts import (
-    ASK_ANSWER,
-    ASK_NEXT_STEP,
-    HELD,
-    NAMED_FIRST,
-    NAMED_UNUSED,
-    RESULTS_HEADER,
-    SLOT,
-    WAITING,
-)
+from ...graphs.prompts import ASK_ANSWER, ASK_NEXT_STEP, HELD, NAMED_UNUSED, RESULTS_HEADER, SLOT, WAITING
 from ..tokens import count, count_messages, message_text
 from .call_grammar import TEXT_GRAMMAR, call_grammar
 from .call_parsing import names_a_tool, parse_reply
@@ -89,7 +80,6 @@ async def prompted_turn(
     answer_only: bool = False,
     calls_only: frozenset[str] = frozenset(),
     first_round: bool = True,
-    stream: bool = True,
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
@@ -116,8 +106,6 @@ async def prompted_turn(
             and the reminder after it ("reply with only the JSON list of calls") drew the 1.5B, in a thread
             with history, into writing the ``calculate`` it had just run again instead of the ``save_note``
             that came next.
-        stream: A text reply may stream to the turn (under the grammar); off for a reply asked again, which
-            is kept only if it writes calls.
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -140,7 +128,7 @@ async def prompted_turn(
     prompt = with_catalog(reminded, offered)
     refused = None
     try:
-        response = await ask(model, options, prompt, show_text=stream and "extra_body" in options)
+        response = await ask(model, options, prompt, show_text="extra_body" in options)
     except Exception as exc:
         if "extra_body" not in options or "grammar" not in str(exc).lower():
             raise
@@ -369,14 +357,6 @@ def named_unused(question: str, messages: list[BaseMessage], tools: list[BaseToo
         if tool.name not in used and len(last) > 2 and last in words:
             named.append(tool.name)
     return named
-
-
-def with_named(messages: list[BaseMessage], named: list[str]) -> list[BaseMessage]:
-    """The request with ``NAMED_FIRST`` after the user's message: the tools its question names."""
-    last = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
-    user = messages[last]
-    text = message_text(user) + NAMED_FIRST.format(tools=", ".join(named))
-    return [*messages[:last], user.model_copy(update={"content": text}), *messages[last + 1 :]]
 
 
 def digest(

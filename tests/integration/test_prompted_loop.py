@@ -16,7 +16,7 @@ from tests.support.tools import recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.prompts import ASK_NEXT_STEP, NAMED_FIRST, NAMED_UNUSED, REMINDER
+from workspace_agent.graphs.prompts import ASK_NEXT_STEP, NAMED_UNUSED, REMINDER
 from workspace_agent.samples.scripted_model import text_reply
 
 VALUES = {"alpha": "7341", "beta": "1002"}
@@ -105,43 +105,6 @@ async def test_the_next_round_hears_which_tools_the_question_names_until_they_ha
     [noted] = [d for d in decisions_of(out, "C1") if isinstance(d["outcome"], dict)]
     assert noted["outcome"] == {"named_unused": ["record"]} and "not used in this turn yet" in noted["why"]
     assert out["messages"][-1].content == "Recorded 7341."
-
-
-async def test_words_for_a_question_that_names_a_tool_are_asked_again_once_and_calls_then_run(
-    llm, saver, workspace, thread, tmp_path, monkeypatch
-):
-    """The 1.5B answered "find the Docker version and write it down in a note" with a plan in words."""
-    monkeypatch.setenv("CALL_GRAMMAR", "true")
-    record = tmp_path / "runs.jsonl"
-    graph = build_graph(checkpointer=saver, tools=key_tools(record))
-    plan = "To do this I will first look the key up and then keep its value."
-    llm.push(text_reply(plan), calls(("record", {"value": "7341"})), text_reply("Recorded 7341."))
-    streamed, out = [], {}
-    async for mode, data in graph.astream(
-        user_message("@agent record the value 7341"),
-        thread,
-        context=prompted(workspace),
-        stream_mode=["messages", "values"],
-    ):
-        if mode == "messages" and data[1]["langgraph_node"] == "call_model":
-            streamed.append(data[0].content)
-        out = data if mode == "values" else out
-    assert [r["args"] for r in recorded(record)] == [{"value": "7341"}], (
-        "the call asked for the second time ran"
-    )
-    again = llm.requests[1]
-    assert again["messages"][-1]["content"].endswith(NAMED_FIRST.format(tools="record"))
-    root = again["grammar"].split("\n")[0]
-    assert "text" in root and "call-record" in again["grammar"], "asked again, text or calls stay its choice"
-    assert "".join(streamed).endswith("Recorded 7341."), "the answer streams"
-    [noted] = [d for d in decisions_of(out, "C1") if isinstance(d["outcome"], dict)]
-    assert noted["outcome"] == {"named_unused": ["record"], "asked_again": True}
-    assert out["messages"][-1].content == "Recorded 7341."
-
-    llm.push(text_reply("A ledger keeps records."), text_reply("It is a book of accounts."))
-    out = await graph.ainvoke(user_message("@agent what is a record?"), thread, context=prompted(workspace))
-    assert len(recorded(record)) == 1 and out["messages"][-1].content == "A ledger keeps records."
-    assert "answered in words again" in decisions_of(out, "C1")[-2]["why"], "words twice: the first stand"
 
 
 async def test_a_call_repeated_in_a_later_round_is_answered_from_its_result_not_run_again(
