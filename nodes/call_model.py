@@ -77,7 +77,8 @@ async def _prompted(
     that writes a call where none can run (the budget spent, or a tool that does not exist even when asked
     again) is never shown as JSON: the person reads why, and what the tools returned.
     """
-    named = named_unused(question, request, tools) if withheld is None else []
+    results_in = any(isinstance(m, ToolMessage) for m in request)
+    named = named_unused(question, request, tools) if results_in and withheld is None else []
     turn = await prompted_turn(
         model,
         digest(request, more=withheld is None, named=named),
@@ -87,12 +88,12 @@ async def _prompted(
         grammar=grammar,
         answer_only=withheld is not None,
         calls_only=waiting_calls(request),
-        first_round=not any(isinstance(m, ToolMessage) for m in request),
+        first_round=not results_in,
     )
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"
     notes: list[Decision] = []
-    if named and any(isinstance(m, ToolMessage) for m in request):
+    if named:
         why = f"the question names {', '.join(named)}, not used in this turn yet: the results' digest says so"
         notes.append(decision("C1", "code", {"named_unused": named}, why))
     if turn.left_out:

@@ -373,9 +373,9 @@ def digest(
     lines = _result_lines(messages)
     if not lines or RESULTS_AS == "messages":
         return messages
-    then = (
-        (NAMED_UNUSED.format(tools=", ".join(named)) if named else "") + ASK_NEXT_STEP if more else ASK_ANSWER
-    )
+    then = ASK_NEXT_STEP if more else ASK_ANSWER
+    if more and named:
+        then = NAMED_UNUSED.format(tools=", ".join(named)) + then
     note = RESULTS_HEADER + "\n".join(lines) + "\n" + then
     return [*messages[:start], HumanMessage(message_text(messages[start]) + note)]
 
