@@ -17,8 +17,8 @@ run before the tasks and after every four (``--baseline-every``): each task is s
 it, as the machine's load drifts, and the ratios are averaged. The tasks come in pairs of one kind; the
 first of each pair is ``tune``, the second ``held-out``; ``fresh`` holds eight more, one per kind, written
 once the held-out half had been read and left unrun until the tuning they test was done; ``unseen`` eight
-more, written once ``fresh`` had been read. Per-task details go to a JSONL file under the data folder
-(``--rescore FILE`` checks one again).
+more, written once ``fresh`` had been read; ``blind`` eight more, written once ``unseen`` had been read.
+Per-task details go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
 for a thread that holds two earlier chat exchanges, ``--model 0.5b,1.5b`` for both in one run, ``--results
@@ -477,7 +477,33 @@ UNSEEN = [
          "result in a note.",
          note_says(140), "a note with 140 (7 x 20)"),
 ]  # fmt: skip
-SPLITS = ("tune", "held-out", "fresh", "unseen")
+#: Written at the start of stop 29, before any change of that stop, once ``unseen``'s failures were known:
+#: the next untouched eight, run only once that stop's tuning was done. One per kind.
+BLIND = [
+    Task("interval-hour", "documents>calculate",
+         "@agent How many times an hour does a Lanternfish check run at its shortest interval?",
+         says(120), "120 (every 30 seconds)"),
+    Task("memory-kb", "documents>calculate",
+         "@agent How much memory does Lanternfish need for up to 200 checks, in kilobytes?",
+         says(lambda o: {524288.0, 512000.0}), "524288 (512 MB; 512000 accepted)"),
+    Task("date-title-note", "datetime>note", "@agent Put today's date in a note.",
+         note_with_date, "a note with today's date"),
+    Task("write-note", "calculate>note", "@agent Calculate 64 * 15 and write the result into a note.",
+         note_says(960), "a note with 960"),
+    Task("sum-double", "calculate>calculate", "@agent Add 345 and 678, then multiply the sum by 2.",
+         says(2046), "2046"),
+    Task("since-2000", "datetime>calculate",
+         "@agent What year is it, and how many years have passed since 2000?",
+         says(lambda o: {y - 2000 for y in this_year(o)}), "this year - 2000"),
+    Task("team-size-note", "documents>note",
+         "@agent Find out how many people make Lanternfish and note that number down.",
+         note_says(4), "a note with 4"),
+    Task("team-3y-note", "documents>calculate>note",
+         "@agent Find the yearly price of the Lanternfish Team plan, multiply it by 3, and save the result "
+         "in a note.",
+         note_says(360), "a note with 360 (3 x 120)"),
+]  # fmt: skip
+SPLITS = ("tune", "held-out", "fresh", "unseen", "blind")
 
 
 def split_of(index: int) -> str:
@@ -494,6 +520,7 @@ def tasks_of(split: str) -> list[tuple[str, Task]]:
         [(split_of(i), t) for i, t in enumerate(TASKS)]
         + [("fresh", t) for t in FRESH]
         + [("unseen", t) for t in UNSEEN]
+        + [("blind", t) for t in BLIND]
     )
     return [(s, t) for s, t in paired if s in wanted]
 
@@ -694,7 +721,7 @@ def show(i: int, total: int, result: Result) -> None:
 def rescore(path: Path) -> None:
     """Check an earlier run's answers and notes again with today's checks, and print its table."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN}
+    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN + BLIND}
     results = []
     for row in rows:
         started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
