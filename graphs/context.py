@@ -191,7 +191,10 @@ class Context:
     )
     system_prompt: str = field(
         default=DEFAULT_SYSTEM_PROMPT,
-        metadata=_meta("System prompt; may use {date}, {weekday}, {datetime}, {user_id} and {workspace}."),
+        metadata=_meta(
+            "System prompt; may use {date} (December 3, 2026), {weekday}, {datetime} (ISO 8601), {user_id} "
+            "and {workspace}."
+        ),
     )
     history_limit: int = field(
         default=20,

@@ -83,7 +83,7 @@ def render_system(ctx: Context) -> str:
     now = datetime.now().astimezone()
     text = ctx.system_prompt
     for name, value in {
-        "{date}": now.strftime("%Y-%m-%d"),
+        "{date}": f"{now:%B} {now.day}, {now.year}",  # AnythingLLM's (moment's "LL"): the month by name
         "{weekday}": now.strftime("%A"),
         "{datetime}": now.isoformat(timespec="seconds"),
         "{user_id}": ctx.user_id,

@@ -11,7 +11,8 @@ benches (`bench/bfcl.py`, `bench/chains.py`) run before and after.
 # --- the agent's turn ------------------------------------------------------------------------------------
 
 #: A workspace's system prompt until it sets its own; ``{workspace}``, ``{weekday}`` and ``{date}`` are filled
-#: per turn. The weekday is there because, asked to note it, the 1.5B wrote "Today is a weekday."
+#: per turn. The weekday is there because, asked to note it, the 1.5B wrote "Today is a weekday."; the date
+#: names its month (AnythingLLM's form) because, given 2026-12-03, it noted "January 2027" as the month.
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant for the workspace {workspace}. Today is {weekday}, {date}. "
     "Answer from the context and tools you are given when they are relevant; say so when you do not know."

@@ -19,6 +19,7 @@ from ..providers.prompted import (
     named_unused,
     names_a_tool,
     prompted_turn,
+    ran_calls,
     waiting_calls,
     withheld_call,
 )
@@ -70,6 +71,7 @@ async def _prompted(
     withheld: str | None,
     ctx: Context,
     grammar: bool,
+    given_with: bool,
 ) -> tuple[AIMessage, str, list[Decision]]:
     """A prompted model call: the tools described in the prompt, every round's results in a digest.
 
@@ -89,6 +91,8 @@ async def _prompted(
         answer_only=withheld is not None,
         calls_only=waiting_calls(request),
         first_round=not results_in,
+        given_with=given_with,
+        ran=ran_calls(request) if results_in and withheld is None else frozenset(),
     )
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"
@@ -121,6 +125,12 @@ async def _prompted(
             "was asked for that call, under a grammar of calls only"
         )
         notes.append(decision("C1", "code", "described call asked for", why))
+    if turn.repeated:
+        why = (
+            f"the reply only repeated calls of {', '.join(turn.repeated)} already run in this turn: it was "
+            "asked again with those tools left out of the grammar"
+        )
+        notes.append(decision("C1", "code", {"repeat_refused": turn.repeated}, why))
     if turn.retried:  # a call to a tool that does not exist: asked again for a plain answer
         why = "the reply called a tool that does not exist; the model was asked again without tools"
         notes.append(decision("C1", "model", "no such tool", why))
@@ -164,7 +174,10 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         sampled = _sampled(model, ctx, max_tokens=None)  # the prompted turn asks for its own max_tokens
         question = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
         asked = message_text(question) if question is not None else ""
-        response, how, notes = await _prompted(sampled, request, asked, tools, withheld, ctx, grammar)
+        given_with = bool(state["plan"].get("context"))  # memories or documents before the person's words
+        response, how, notes = await _prompted(
+            sampled, request, asked, tools, withheld, ctx, grammar, given_with
+        )
         decisions += notes
     else:
         if tools and withheld is None:

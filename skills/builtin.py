@@ -27,9 +27,9 @@ WORKER_TIMEOUT = 60.0
 
 
 def current_datetime() -> str:
-    """Return the current local date and time (ISO 8601) and the weekday."""
+    """Return the current local date and time (ISO 8601), the weekday and the date with its month by name."""
     now = datetime.now().astimezone()
-    return f"{now.isoformat(timespec='seconds')} ({now:%A})"
+    return f"{now.isoformat(timespec='seconds')} ({now:%A}, {now:%B} {now.day}, {now.year})"
 
 
 async def calculate_in_worker(expression: str) -> str:

@@ -36,7 +36,15 @@ from .catalog import (
 from .more_calls import CONTINUE_AT, MAX_REOPENINGS, more_probability, reopened
 from .streaming import ask
 
-__all__ = ["PromptedTurn", "digest", "names_a_tool", "parse_tool_calls", "prompted_turn", "withheld_call"]
+__all__ = [
+    "PromptedTurn",
+    "digest",
+    "names_a_tool",
+    "parse_tool_calls",
+    "prompted_turn",
+    "ran_calls",
+    "withheld_call",
+]
 
 FRAME = 8  # the catalog is joined to the system prompt; a little slack for the count's approximation
 TOP_LOGPROBS = 10  # alternatives per token asked for under the grammar, to see a list closed too early
@@ -67,6 +75,7 @@ class PromptedTurn:
     constrained: bool = False  # the reply was written under the call grammar
     reopenings: list[float] = field(default_factory=list)  # the chance of another call at each reopened close
     described: list[str] = field(default_factory=list)  # tools the text said to call, then asked for as calls
+    repeated: list[str] = field(default_factory=list)  # tools of a reply that only repeated calls already run
 
 
 async def prompted_turn(
@@ -80,6 +89,8 @@ async def prompted_turn(
     answer_only: bool = False,
     calls_only: frozenset[str] = frozenset(),
     first_round: bool = True,
+    given_with: bool = False,
+    ran: frozenset[str] = frozenset(),
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
@@ -106,6 +117,11 @@ async def prompted_turn(
             and the reminder after it ("reply with only the JSON list of calls") drew the 1.5B, in a thread
             with history, into writing the ``calculate`` it had just run again instead of the ``save_note``
             that came next.
+        given_with: The user message carries document context or memories before the person's words: the
+            catalog's rule is then said again after it, as after history (``with_reminder``).
+        ran: The calls already run in this turn (``ran_calls``). Under the grammar, a reply that only
+            repeats them is asked again with their tools left out of the grammar: text, or calls of the
+            other tools (``_without_repeats``).
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -124,7 +140,7 @@ async def prompted_turn(
         planned = [t for t in offered if t.name in calls_only] or offered
         rules = call_grammar(planned, schemas, calls_only=bool(calls_only))
         options["extra_body"] = {"grammar": rules}
-    reminded = with_reminder(request) if first_round and not answer_only else request
+    reminded = with_reminder(request, given_with) if first_round and not answer_only else request
     prompt = with_catalog(reminded, offered)
     refused = None
     try:
@@ -157,6 +173,8 @@ async def prompted_turn(
         return turn
     acting = {t.name for t in offered if acts(t)}
     found = _read_calls(response, text, schemas, acting, whole=constrained)
+    if found is not None and constrained and not calls_only and _only_repeats(found[0], ran):
+        return await _without_repeats(model, options, prompt, turn, found[0], offered, schemas, acting)
     if found is not None:
         return replace(turn, message=found[0], repeats=found[1])
     if names_a_tool(text, whole=constrained):
@@ -254,6 +272,65 @@ async def _reopen(
     return text, chances
 
 
+def call_key(name: str, args: Any) -> str:
+    """What makes two calls the same call: the tool and its arguments."""
+    return json.dumps([name, args], sort_keys=True, default=str)
+
+
+def ran_calls(messages: list[BaseMessage]) -> frozenset[str]:
+    """The ``call_key`` of every call of the running turn that has a result."""
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    done = {m.tool_call_id for m in messages[start:] if isinstance(m, ToolMessage)}
+    return frozenset(
+        call_key(c["name"], c["args"])
+        for m in messages[start:]
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+        if c["id"] in done
+    )
+
+
+def _only_repeats(message: AIMessage, ran: frozenset[str]) -> bool:
+    """Whether every call of a reply already ran in this turn with the same arguments."""
+    calls = message.tool_calls
+    return (
+        bool(calls)
+        and not message.invalid_tool_calls
+        and all(call_key(c["name"], c["args"]) in ran for c in calls)
+    )
+
+
+async def _without_repeats(
+    model: Any,
+    options: dict[str, Any],
+    prompt: list[BaseMessage],
+    turn: PromptedTurn,
+    message: AIMessage,
+    offered: list[BaseTool],
+    schemas: dict[str, dict[str, Any]],
+    acting: set[str],
+) -> PromptedTurn:
+    """The model asked again, its repeated calls' tools left out of the grammar: text, or other calls.
+
+    After a round of results the 1.5B most often wrote the call it had just run once more, the same
+    ``calculate``, instead of the ``save_note`` the question asked for next; answered with the result it
+    already had, it was then made to answer, and the note was never written. A repeat asks for nothing new
+    (AnythingLLM's Deduplicator refuses it too), so the model chooses again, among what is left: the
+    answer, or a call of another tool. A reply cut off by the token limit keeps the repeat (C10 answers it).
+    """
+    repeated = list(dict.fromkeys(c["name"] for c in message.tool_calls))
+    rest = [t for t in offered if t.name not in repeated]
+    asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
+    asked["extra_body"] = {"grammar": call_grammar(rest, schemas) if rest else TEXT_GRAMMAR}
+    again = await ask(model, asked, prompt, show_text=True)
+    if again.response_metadata.get("finish_reason") == "length":
+        return replace(turn, message=message)
+    found = _read_calls(again, message_text(again), schemas, acting, whole=True) if rest else None
+    if found is not None:
+        return replace(turn, message=found[0], repeats=found[1], repeated=repeated)
+    return replace(turn, message=again, repeated=repeated)
+
+
 def _ready(
     calls: list[dict[str, Any]], schemas: dict[str, dict[str, Any]], acting: set[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -301,7 +378,7 @@ def _once_each(calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     seen: set[str] = set()
     kept = []
     for call in calls:
-        key = json.dumps([call["name"], call["args"]], sort_keys=True, default=str)
+        key = call_key(call["name"], call["args"])
         if key not in seen:
             seen.add(key)
             kept.append(call)

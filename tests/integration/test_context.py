@@ -265,8 +265,9 @@ async def test_system_prompt_variables_are_filled(llm, saver, workspace, thread)
         ),
     )
     ws, user, date, weekday, stamp = llm.requests[0]["messages"][0]["content"].split("|")
-    assert (ws, user) == (workspace, "bob") and len(date) == 10 and stamp.startswith(date)
-    assert weekday == dt.datetime.fromisoformat(stamp).strftime("%A")
+    now = dt.datetime.fromisoformat(stamp)
+    assert (ws, user) == (workspace, "bob") and weekday == now.strftime("%A")
+    assert date == f"{now:%B} {now.day}, {now.year}", "AnythingLLM's {date}: the month by name"
 
 
 def test_a_negative_history_limit_is_a_clear_config_error():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from langchain_core.tools import BaseTool, StructuredTool
 
+from tests.integration.test_documents import ingest
 from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
@@ -127,10 +128,12 @@ async def test_a_call_repeated_in_a_later_round_is_answered_from_its_result_not_
 
 
 async def test_after_a_round_of_nothing_but_repeats_the_model_is_asked_for_its_answer(
-    llm, saver, workspace, thread, tmp_path, monkeypatch
+    llm, saver, workspace, thread, tmp_path
 ):
-    """The 1.5B once repeated a call seven times after its result: one round of repeats is where it stops."""
-    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    """The 1.5B once repeated a call seven times after its result: one round of repeats is where it stops.
+
+    Without the call grammar (an endpoint that takes none), the repeat is answered from its result (C10).
+    """
     record = tmp_path / "runs.jsonl"
     graph = build_graph(checkpointer=saver, tools=key_tools(record))
     llm.push(*[calls(("lookup", {"key": "beta"})) for _ in range(2)], text_reply("beta is 1002"))
@@ -139,11 +142,57 @@ async def test_after_a_round_of_nothing_but_repeats_the_model_is_asked_for_its_a
     )
     assert len(recorded(record)) == 1 and len(llm.requests) == 3, "2 calls asked (1 run), then the answer"
     last = llm.requests[-1]
-    assert last["grammar"].startswith("root ::= text\n") and "call-lookup" not in last["grammar"]
     assert "No more tools can be used" in last["messages"][-1]["content"]
     [withheld] = [d for d in decisions_of(out, "G1") if d["outcome"] == "tools withheld"]
     assert "only repeated calls" in withheld["why"]
     assert out["stop_reason"] != "max_tool_calls" and out["messages"][-1].content == "beta is 1002"
+
+
+async def test_under_the_grammar_a_reply_of_repeats_is_asked_again_without_their_tools(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    """Asked to compute and note, the 1.5B wrote its ``calculate`` again instead of the note."""
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    llm.push(
+        calls(("lookup", {"key": "alpha"})),
+        calls(("lookup", {"key": "alpha"})),
+        calls(("record", {"value": "7341"})),
+        text_reply("alpha is 7341; recorded."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent look up alpha, then record it"), thread, context=prompted(workspace)
+    )
+    assert [(r["tool"], r["args"]) for r in recorded(record)] == [
+        ("lookup", {"key": "alpha"}),
+        ("record", {"value": "7341"}),
+    ]
+    repeated, asked_again = llm.requests[1:3]
+    assert asked_again["messages"] == repeated["messages"], "the same prompt: only the reply is asked again"
+    assert "call-lookup" in repeated["grammar"] and "call-lookup" not in asked_again["grammar"]
+    assert "call-record" in asked_again["grammar"] and asked_again["grammar"].splitlines()[0].endswith(
+        "| text"
+    )
+    [noted] = [
+        d
+        for d in decisions_of(out, "C1")
+        if isinstance(d["outcome"], dict) and "repeat_refused" in d["outcome"]
+    ]
+    assert noted["outcome"] == {"repeat_refused": ["lookup"]} and "already run in this turn" in noted["why"]
+    assert out["messages"][-1].content == "alpha is 7341; recorded."
+
+    llm.reset()  # a repeat beside a new call is not refused: the new call runs, the repeat is answered (C10)
+    llm.push(
+        calls(("lookup", {"key": "beta"})),
+        calls(("lookup", {"key": "beta"}), ("lookup", {"key": "alpha"})),
+        text_reply("beta is 1002, alpha is 7341"),
+    )
+    out = await graph.ainvoke(user_message("@agent beta and alpha?"), thread, context=prompted(workspace))
+    assert len(llm.requests) == 3 and [r["args"] for r in recorded(record)][-2:] == [
+        {"key": "beta"},
+        {"key": "alpha"},
+    ]
 
 
 async def test_a_repeat_beside_a_new_call_keeps_the_tools_offered(llm, saver, workspace, thread, tmp_path):
@@ -316,6 +365,35 @@ async def test_an_answer_that_says_which_tool_to_call_is_asked_for_that_call(
     llm.push(text_reply("I used the lookup tool earlier; alpha is 7341."))
     out = await graph.ainvoke(user_message("@agent and alpha again?"), thread, context=prompted(workspace))
     assert len(llm.requests) == 1, "naming a tool in passing is an answer"
+
+
+async def test_document_context_before_the_question_brings_the_reminder_too(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    """Between the catalog and the question, a thousand tokens of documents turned the 1.5B to prose too."""
+    monkeypatch.setenv(
+        "EMBEDDING_MODEL", "scripted-embed"
+    )  # the real embeddings client, on the scripted server
+    monkeypatch.setenv("DOCUMENT_ROOTS", str(tmp_path))
+    doc = tmp_path / "pricing.md"
+    doc.write_text("# Pricing\n\nThe Team plan includes 250 checks per installation.\n")
+    graph = build_graph(checkpointer=saver)
+    assert [a["title"] for a in (await ingest(workspace, doc))["added"]] == ["pricing.md"]
+    llm.push(calls(("calculate", {"expression": "4*250"})), text_reply("1000 checks."))
+    await graph.ainvoke(
+        user_message("@agent How many checks do 4 installations of the Team plan include?"),
+        thread,
+        context=prompted(workspace, similarity_threshold=0.0),
+    )
+    first, second = (r["messages"][-1]["content"] for r in llm.requests)
+    assert "250 checks per installation" in first and first.endswith(REMINDER), "context came with it"
+    assert REMINDER not in second, "after results, the next-step ask"
+
+    llm.reset()  # a question alone, in a fresh thread of an empty workspace: the rule stands right before it
+    llm.push(text_reply("Hello!"))
+    fresh = {"configurable": {"thread_id": thread["configurable"]["thread_id"] + "-fresh"}}
+    await graph.ainvoke(user_message("@agent hello"), fresh, context=prompted(workspace + "-empty"))
+    assert not llm.requests[0]["messages"][-1]["content"].endswith(REMINDER)
 
 
 async def test_after_history_the_reminder_goes_with_the_first_round_only(llm, saver, workspace, thread):
