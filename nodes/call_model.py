@@ -93,6 +93,7 @@ async def _prompted(
         first_round=not results_in,
         given_with=given_with,
         ran=ran_calls(request) if results_in and withheld is None else frozenset(),
+        still_named=tuple(named),
     )
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"
@@ -128,7 +129,8 @@ async def _prompted(
     if turn.repeated:
         why = (
             f"the reply only repeated calls of {', '.join(turn.repeated)} already run in this turn: it was "
-            "asked again with those tools left out of the grammar"
+            f"asked again for the answer or a call of {', '.join(named) or 'no tool'} (the question names "
+            "them and they have not run)"
         )
         notes.append(decision("C1", "code", {"repeat_refused": turn.repeated}, why))
     if turn.retried:  # a call to a tool that does not exist: asked again for a plain answer

@@ -91,6 +91,7 @@ async def prompted_turn(
     first_round: bool = True,
     given_with: bool = False,
     ran: frozenset[str] = frozenset(),
+    still_named: tuple[str, ...] = (),
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
@@ -120,8 +121,10 @@ async def prompted_turn(
         given_with: The user message carries document context or memories before the person's words: the
             catalog's rule is then said again after it, as after history (``with_reminder``).
         ran: The calls already run in this turn (``ran_calls``). Under the grammar, a reply that only
-            repeats them is asked again with their tools left out of the grammar: text, or calls of the
-            other tools (``_without_repeats``).
+            repeats them is asked again (``_without_repeats``): the answer, or a call of a tool in
+            ``still_named``.
+        still_named: The offered tools the person's question names that no call of this turn has used yet
+            (``named_unused``).
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -174,7 +177,8 @@ async def prompted_turn(
     acting = {t.name for t in offered if acts(t)}
     found = _read_calls(response, text, schemas, acting, whole=constrained)
     if found is not None and constrained and not calls_only and _only_repeats(found[0], ran):
-        return await _without_repeats(model, options, prompt, turn, found[0], offered, schemas, acting)
+        named_left = [t for t in offered if t.name in still_named]
+        return await _without_repeats(model, options, prompt, turn, found[0], named_left, schemas, acting)
     if found is not None:
         return replace(turn, message=found[0], repeats=found[1])
     if names_a_tool(text, whole=constrained):
@@ -306,20 +310,23 @@ async def _without_repeats(
     prompt: list[BaseMessage],
     turn: PromptedTurn,
     message: AIMessage,
-    offered: list[BaseTool],
+    named: list[BaseTool],
     schemas: dict[str, dict[str, Any]],
     acting: set[str],
 ) -> PromptedTurn:
-    """The model asked again, its repeated calls' tools left out of the grammar: text, or other calls.
+    """The model asked again for a reply that is not a repeat: the answer, or a call of a ``named`` tool.
 
     After a round of results the 1.5B most often wrote the call it had just run once more, the same
     ``calculate``, instead of the ``save_note`` the question asked for next; answered with the result it
     already had, it was then made to answer, and the note was never written. A repeat asks for nothing new
-    (AnythingLLM's Deduplicator refuses it too), so the model chooses again, among what is left: the
-    answer, or a call of another tool. A reply cut off by the token limit keeps the repeat (C10 answers it).
+    (AnythingLLM's Deduplicator refuses it too), so the model chooses again at once. Only the tools the
+    question names and no call has used yet stay in the grammar: offered every other tool, it reached for
+    whatever was left (``current_datetime`` after a sum, ``save_to_workspace`` after its note). With none
+    left, the grammar admits the answer only. A reply cut off by the token limit keeps the repeat (C10
+    answers it).
     """
     repeated = list(dict.fromkeys(c["name"] for c in message.tool_calls))
-    rest = [t for t in offered if t.name not in repeated]
+    rest = [t for t in named if t.name not in repeated]
     asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
     asked["extra_body"] = {"grammar": call_grammar(rest, schemas) if rest else TEXT_GRAMMAR}
     again = await ask(model, asked, prompt, show_text=True)

@@ -151,7 +151,11 @@ async def test_after_a_round_of_nothing_but_repeats_the_model_is_asked_for_its_a
 async def test_under_the_grammar_a_reply_of_repeats_is_asked_again_without_their_tools(
     llm, saver, workspace, thread, tmp_path, monkeypatch
 ):
-    """Asked to compute and note, the 1.5B wrote its ``calculate`` again instead of the note."""
+    """Asked to compute and note, the 1.5B wrote its ``calculate`` again instead of the note.
+
+    Asked again, only the tools the question names and no call has used stay in the grammar: offered
+    every other one, it reached for ``current_datetime`` after a sum.
+    """
     monkeypatch.setenv("CALL_GRAMMAR", "true")
     record = tmp_path / "runs.jsonl"
     graph = build_graph(checkpointer=saver, tools=key_tools(record))
@@ -181,6 +185,15 @@ async def test_under_the_grammar_a_reply_of_repeats_is_asked_again_without_their
     ]
     assert noted["outcome"] == {"repeat_refused": ["lookup"]} and "already run in this turn" in noted["why"]
     assert out["messages"][-1].content == "alpha is 7341; recorded."
+
+    llm.reset()  # nothing named is left to call: asked again, the model can only answer
+    llm.push(
+        calls(("lookup", {"key": "beta"})), calls(("lookup", {"key": "beta"})), text_reply("beta is 1002")
+    )
+    out = await graph.ainvoke(user_message("@agent what is beta?"), thread, context=prompted(workspace))
+    asked_again = llm.requests[2]
+    assert asked_again["grammar"].startswith("root ::= text\n") and "call-" not in asked_again["grammar"]
+    assert out["messages"][-1].content == "beta is 1002" and len(llm.requests) == 3
 
     llm.reset()  # a repeat beside a new call is not refused: the new call runs, the repeat is answered (C10)
     llm.push(
