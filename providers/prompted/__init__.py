@@ -176,8 +176,8 @@ async def prompted_turn(
         return turn
     acting = {t.name for t in offered if acts(t)}
     found = _read_calls(response, text, schemas, acting, whole=constrained)
-    if found is not None and constrained and not calls_only and _only_repeats(found[0], ran):
-        named_left = [t for t in offered if t.name in still_named]
+    named_left = [t for t in offered if t.name in still_named]
+    if found is not None and constrained and named_left and not calls_only and _only_repeats(found[0], ran):
         return await _without_repeats(model, options, prompt, turn, found[0], named_left, schemas, acting)
     if found is not None:
         return replace(turn, message=found[0], repeats=found[1])
@@ -319,20 +319,20 @@ async def _without_repeats(
     After a round of results the 1.5B most often wrote the call it had just run once more, the same
     ``calculate``, instead of the ``save_note`` the question asked for next; answered with the result it
     already had, it was then made to answer, and the note was never written. A repeat asks for nothing new
-    (AnythingLLM's Deduplicator refuses it too), so the model chooses again at once. Only the tools the
-    question names and no call has used yet stay in the grammar: offered every other tool, it reached for
-    whatever was left (``current_datetime`` after a sum, ``save_to_workspace`` after its note). With none
-    left, the grammar admits the answer only. A reply cut off by the token limit keeps the repeat (C10
-    answers it).
+    (AnythingLLM's Deduplicator refuses it too), so while the question names a tool no call has used yet
+    the model chooses again at once, between the answer and those tools. Offered every other tool, it
+    reached for whatever was left (``current_datetime`` after a sum, ``save_to_workspace`` after its note);
+    asked again for text alone, under the next-step ask, it wrote long, wrong workings where the answer
+    ask (``ASK_ANSWER``, after C10 answers the repeat) gets a short one. A reply cut off by the token limit
+    keeps the repeat.
     """
     repeated = list(dict.fromkeys(c["name"] for c in message.tool_calls))
-    rest = [t for t in named if t.name not in repeated]
     asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
-    asked["extra_body"] = {"grammar": call_grammar(rest, schemas) if rest else TEXT_GRAMMAR}
+    asked["extra_body"] = {"grammar": call_grammar(named, schemas)}
     again = await ask(model, asked, prompt, show_text=True)
     if again.response_metadata.get("finish_reason") == "length":
         return replace(turn, message=message)
-    found = _read_calls(again, message_text(again), schemas, acting, whole=True) if rest else None
+    found = _read_calls(again, message_text(again), schemas, acting, whole=True)
     if found is not None:
         return replace(turn, message=found[0], repeats=found[1], repeated=repeated)
     return replace(turn, message=again, repeated=repeated)

@@ -154,7 +154,8 @@ async def test_under_the_grammar_a_reply_of_repeats_is_asked_again_without_their
     """Asked to compute and note, the 1.5B wrote its ``calculate`` again instead of the note.
 
     Asked again, only the tools the question names and no call has used stay in the grammar: offered
-    every other one, it reached for ``current_datetime`` after a sum.
+    every other one, it reached for ``current_datetime`` after a sum. With none of those left, the repeat
+    takes the older way: answered from its result, then the answer is asked for.
     """
     monkeypatch.setenv("CALL_GRAMMAR", "true")
     record = tmp_path / "runs.jsonl"
@@ -186,13 +187,17 @@ async def test_under_the_grammar_a_reply_of_repeats_is_asked_again_without_their
     assert noted["outcome"] == {"repeat_refused": ["lookup"]} and "already run in this turn" in noted["why"]
     assert out["messages"][-1].content == "alpha is 7341; recorded."
 
-    llm.reset()  # nothing named is left to call: asked again, the model can only answer
+    llm.reset()  # nothing named is left to call: the repeat is answered from its result (C10)
     llm.push(
         calls(("lookup", {"key": "beta"})), calls(("lookup", {"key": "beta"})), text_reply("beta is 1002")
     )
     out = await graph.ainvoke(user_message("@agent what is beta?"), thread, context=prompted(workspace))
-    asked_again = llm.requests[2]
-    assert asked_again["grammar"].startswith("root ::= text\n") and "call-" not in asked_again["grammar"]
+    answer = llm.requests[2]
+    assert (
+        answer["grammar"].startswith("root ::= text\n")
+        and "No more tools" in answer["messages"][-1]["content"]
+    )
+    assert not [d for d in decisions_of(out, "C1") if "repeat_refused" in str(d["outcome"])]
     assert out["messages"][-1].content == "beta is 1002" and len(llm.requests) == 3
 
     llm.reset()  # a repeat beside a new call is not refused: the new call runs, the repeat is answered (C10)
