@@ -61,6 +61,8 @@ ASK_ANSWER = (
     "No more tools can be used for this question. Answer it briefly from these results, in plain "
     "sentences, without code."
 )
+#: Why a call cut off by the token limit did not run, as the person reads it (with what the tools returned).
+CUT_CALL = "it was cut off by the output limit before it was complete"
 #: Heads the digest of a turn's calls and results, folded into the user message.
 RESULTS_HEADER = "\n\nTool results for this question:\n"
 #: Said of a call that did not run yet, because it needs a value from results the model now has.

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from ..graphs.context import Context
 from ..graphs.plan import assemble
-from ..graphs.prompts import ALREADY_RUN
+from ..graphs.prompts import ALREADY_RUN, CUT_CALL
 from ..graphs.services import Services
 from ..graphs.state import AgentState, Decision, decision
 from ..providers.prompted import (
@@ -23,7 +23,7 @@ from ..providers.prompted import (
     waiting_calls,
     withheld_call,
 )
-from ..providers.prompted.streaming import progress
+from ..providers.prompted.streaming import progress, reply_kind
 from ..providers.tokens import message_text
 
 
@@ -137,9 +137,13 @@ async def _prompted(
         why = "the reply called a tool that does not exist; the model was asked again without tools"
         notes.append(decision("C1", "model", "no such tool", why))
     response = turn.message
-    written = names_a_tool(message_text(response), whole=turn.constrained)  # grammar: whole replies only
-    if not response.tool_calls and not response.invalid_tool_calls and written:
-        cause = withheld or "it named a tool that does not exist"
+    text = message_text(response)
+    written = names_a_tool(text, whole=turn.constrained)  # grammar: whole replies only
+    # A list of calls cut off by the token limit (the 1.5B once wrote a timestamp into an expression until it
+    # ran out) is no answer either: half-written JSON would reach the person as it stood.
+    cut = response.response_metadata.get("finish_reason") == "length" and reply_kind(text) == "calls"
+    if not response.tool_calls and not response.invalid_tool_calls and (written or cut):
+        cause = withheld or (CUT_CALL if cut else "it named a tool that does not exist")
         answer = withheld_call(request, cause)
         response = response.model_copy(update={"content": answer})
         why = f"the model wrote a call as its answer, and {cause}: the person reads that, not the JSON"
@@ -162,7 +166,8 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     and answers with JSON naming them; after each round it reads the results as a digest and is offered the
     tools again, so the model, not code, ends the loop (G1). A reply that stopped on ``length`` is recorded
     as ``max_tokens``: its text stands, but a tool call in it may be half-written and is never executed
-    (AnythingLLM runs such calls with ``{}``).
+    (AnythingLLM runs such calls with ``{}``); a prompted reply cut off inside its list of calls is replaced
+    by words saying so, with what the tools returned.
     """
     ctx = runtime.context
     model: Any = services.chat_model(ctx)

@@ -245,6 +245,25 @@ async def test_a_call_written_after_the_budget_reaches_the_person_as_words_not_j
     assert "not the JSON" in withheld["why"]
 
 
+async def test_a_call_cut_off_by_the_token_limit_reaches_the_person_as_words_not_json(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    """The 1.5B once wrote a timestamp into a ``calculate`` expression until the reply ran out."""
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    cut = '[{"name": "record", "arguments": {"value": "2026-12-03T08:27:41 2026-12-03T08:27:41 2026-12'
+    llm.push(calls(("lookup", {"key": "alpha"})), text_reply(cut, finish_reason="length"))
+    out = await graph.ainvoke(
+        user_message("@agent look up alpha, then record it"), thread, context=prompted(workspace)
+    )
+    answer = out["messages"][-1].content
+    assert [r["tool"] for r in recorded(record)] == ["lookup"] and out["stop_reason"] == "max_tokens"
+    assert '"name"' not in answer and "cut off by the output limit" in answer and "alpha = 7341" in answer
+    [withheld] = [d for d in decisions_of(out, "G1") if d["outcome"] == "call withheld"]
+    assert "cut off" in withheld["why"]
+
+
 async def test_a_spent_budget_asks_for_text_under_a_grammar_that_admits_no_call(
     llm, saver, workspace, thread, tmp_path, monkeypatch
 ):
