@@ -177,7 +177,7 @@ async def prompted_turn(
     acting = {t.name for t in offered if acts(t)}
     found = _read_calls(response, text, schemas, acting, whole=constrained)
     named_left = [t for t in offered if t.name in still_named]
-    if found is not None and constrained and named_left and not calls_only and _only_repeats(found[0], ran):
+    if found is not None and constrained and named_left and not calls_only and _all_ran(found[0], ran):
         return await _without_repeats(model, options, prompt, turn, found[0], named_left, schemas, acting)
     if found is not None:
         return replace(turn, message=found[0], repeats=found[1])
@@ -294,7 +294,7 @@ def ran_calls(messages: list[BaseMessage]) -> frozenset[str]:
     )
 
 
-def _only_repeats(message: AIMessage, ran: frozenset[str]) -> bool:
+def _all_ran(message: AIMessage, ran: frozenset[str]) -> bool:
     """Whether every call of a reply already ran in this turn with the same arguments."""
     calls = message.tool_calls
     return (
