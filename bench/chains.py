@@ -17,7 +17,8 @@ run before the tasks and after every four (``--baseline-every``): each task is s
 it, as the machine's load drifts, and the ratios are averaged. The tasks come in pairs of one kind; the
 first of each pair is ``tune``, the second ``held-out``; ``fresh`` holds eight more, one per kind, written
 once the held-out half had been read and left unrun until the tuning they test was done; ``unseen`` eight
-more, written once ``fresh`` had been read; ``blind`` eight more, written once ``unseen`` had been read.
+more, written once ``fresh`` had been read; ``blind`` eight more, written once ``unseen`` had been read;
+``sealed`` eight more, written once ``blind`` had been read.
 Per-task details go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
@@ -503,7 +504,36 @@ BLIND = [
          "in a note.",
          note_says(360), "a note with 360 (3 x 120)"),
 ]  # fmt: skip
-SPLITS = ("tune", "held-out", "fresh", "unseen", "blind")
+#: Written at the start of stop 30, before any change of that stop, once ``blind``'s failures were known: the
+#: next untouched eight, run only once that stop's tuning was done. One per kind, checks as before.
+SEALED = [
+    Task("down-x20", "documents>calculate",
+         "@agent After how many failed attempts in a row is a Lanternfish check marked down? Multiply that "
+         "number by 20.",
+         says(60), "60 (3 x 20)"),
+    Task("support-minutes", "documents>calculate",
+         "@agent Support on the Lanternfish Business plan answers within some hours. How many minutes is "
+         "that?",
+         says(240), "240 (4 hours)"),
+    Task("weekday-title-note", "datetime>note", "@agent Make a note of today's weekday.",
+         note_with_weekday, "a note naming today's weekday"),
+    Task("save-product", "calculate>note", "@agent Work out 73 * 29 and save it as a note.",
+         note_says(2117), "a note with 2117"),
+    Task("divide-add", "calculate>calculate", "@agent Divide 1500 by 12, then add 75 to the result.",
+         says(200), "200"),
+    Task("year-plus-25", "datetime>calculate",
+         "@agent What year is it now, and which year will it be 25 years from now?",
+         says(lambda o: {y + 25 for y in this_year(o)}), "this year + 25"),
+    Task("pause-percent-note", "documents>note",
+         "@agent Look up what percentage of checks must fail together before Lanternfish pauses alerts, "
+         "and save that number in a note.",
+         note_says(80), "a note with 80"),
+    Task("team-year-note", "documents>calculate>note",
+         "@agent Find the monthly price of the Lanternfish Team plan, multiply it by 12, and save the "
+         "result in a note.",
+         note_says(144), "a note with 144 (12 x 12)"),
+]  # fmt: skip
+SPLITS = ("tune", "held-out", "fresh", "unseen", "blind", "sealed")
 
 
 def split_of(index: int) -> str:
@@ -521,6 +551,7 @@ def tasks_of(split: str) -> list[tuple[str, Task]]:
         + [("fresh", t) for t in FRESH]
         + [("unseen", t) for t in UNSEEN]
         + [("blind", t) for t in BLIND]
+        + [("sealed", t) for t in SEALED]
     )
     return [(s, t) for s, t in paired if s in wanted]
 
@@ -721,7 +752,7 @@ def show(i: int, total: int, result: Result) -> None:
 def rescore(path: Path) -> None:
     """Check an earlier run's answers and notes again with today's checks, and print its table."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN + BLIND}
+    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN + BLIND + SEALED}
     results = []
     for row in rows:
         started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
