@@ -18,7 +18,7 @@ it, as the machine's load drifts, and the ratios are averaged. The tasks come in
 first of each pair is ``tune``, the second ``held-out``; ``fresh`` holds eight more, one per kind, written
 once the held-out half had been read and left unrun until the tuning they test was done; ``unseen`` eight
 more, written once ``fresh`` had been read; ``blind`` eight more, written once ``unseen`` had been read;
-``sealed`` eight more, written once ``blind`` had been read.
+``sealed`` eight more, written once ``blind`` had been read; ``final`` eight more, once ``sealed`` had.
 Per-task details go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
@@ -533,7 +533,35 @@ SEALED = [
          "result in a note.",
          note_says(144), "a note with 144 (12 x 12)"),
 ]  # fmt: skip
-SPLITS = ("tune", "held-out", "fresh", "unseen", "blind", "sealed")
+#: Written in stop 30 once ``sealed`` had been run on that stop's starting code and read (all four of its
+#: document tasks failed, all four others passed), before any change of that stop: the next untouched eight.
+FINAL = [
+    Task("pages-x6", "documents>calculate",
+         "@agent How many status pages do 6 installations of the Lanternfish Team plan include in total?",
+         says(30), "30 (6 x 5)"),
+    Task("empty-wait-seconds", "documents>calculate",
+         "@agent If a Lanternfish status page stays empty, how long should you wait before looking at the "
+         "container log? Give it in seconds.",
+         says(300), "300 (five minutes)"),
+    Task("date-down-note", "datetime>note", "@agent Write down today's date in a note.",
+         note_with_date, "a note with today's date"),
+    Task("keep-product", "calculate>note", "@agent Compute 88 * 12 and keep the result as a note.",
+         note_says(1056), "a note with 1056"),
+    Task("minus-divide", "calculate>calculate",
+         "@agent Subtract 250 from 1000, then divide what is left by 5.",
+         says(150), "150"),
+    Task("since-1969", "datetime>calculate",
+         "@agent What is the current year, and how many years is it since 1969?",
+         says(lambda o: {y - 1969 for y in this_year(o)}), "this year - 1969"),
+    Task("python-note", "documents>note",
+         "@agent Find the Python version Lanternfish's plain install needs and save it in a note.",
+         note_says(3.11), "a note with 3.11"),
+    Task("business-tenth-note", "documents>calculate>note",
+         "@agent Find the yearly price of the Lanternfish Business plan, divide it by 10, and save the "
+         "result in a note.",
+         note_says(49), "a note with 49 (490 / 10)"),
+]  # fmt: skip
+SPLITS = ("tune", "held-out", "fresh", "unseen", "blind", "sealed", "final")
 
 
 def split_of(index: int) -> str:
@@ -552,6 +580,7 @@ def tasks_of(split: str) -> list[tuple[str, Task]]:
         + [("unseen", t) for t in UNSEEN]
         + [("blind", t) for t in BLIND]
         + [("sealed", t) for t in SEALED]
+        + [("final", t) for t in FINAL]
     )
     return [(s, t) for s, t in paired if s in wanted]
 
@@ -752,7 +781,7 @@ def show(i: int, total: int, result: Result) -> None:
 def rescore(path: Path) -> None:
     """Check an earlier run's answers and notes again with today's checks, and print its table."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN + BLIND + SEALED}
+    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN + BLIND + SEALED + FINAL}
     results = []
     for row in rows:
         started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
