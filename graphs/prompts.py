@@ -56,10 +56,14 @@ ASK_NEXT_STEP = (
 )
 #: Said before ``ASK_NEXT_STEP`` when the question names offered tools that have not run in this turn.
 NAMED_UNUSED = "The question also names {tools}, which this turn has not used yet. "
-#: Told after the results once the turn's tool budget is spent.
+#: Told after the results once the turn's tool budget is spent, or after a round of repeats. Asked only to
+#: answer "from these results", the 1.5B answered the first half of "after how many failed attempts is a
+#: check marked down? Multiply that by 20" with the document's sentence and left out the 60 its ``calculate``
+#: had returned; asked to give the results in its answer, it wrote "... Multiply that number by 20 to get 60."
+#: (Said in the next-step ask too, it made the model repeat its call instead of answering: not there.)
 ASK_ANSWER = (
-    "No more tools can be used for this question. Answer it briefly from these results, in plain "
-    "sentences, without code."
+    "No more tools can be used for this question. Answer it briefly in plain sentences, without code, and "
+    "give the results above in your answer."
 )
 #: Why a call cut off by the token limit did not run, as the person reads it (with what the tools returned).
 CUT_CALL = "it was cut off by the output limit before it was complete"
