@@ -18,7 +18,8 @@ it, as the machine's load drifts, and the ratios are averaged. The tasks come in
 first of each pair is ``tune``, the second ``held-out``; ``fresh`` holds eight more, one per kind, written
 once the held-out half had been read and left unrun until the tuning they test was done; ``unseen`` eight
 more, written once ``fresh`` had been read; ``blind`` eight more, written once ``unseen`` had been read;
-``sealed`` eight more, written once ``blind`` had been read; ``final`` eight more, once ``sealed`` had.
+``sealed`` eight more, written once ``blind`` had been read; ``final`` eight more, once ``sealed`` had;
+``last`` eight more, once ``final`` had.
 Per-task details go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
@@ -561,7 +562,35 @@ FINAL = [
          "result in a note.",
          note_says(49), "a note with 49 (490 / 10)"),
 ]  # fmt: skip
-SPLITS = ("tune", "held-out", "fresh", "unseen", "blind", "sealed", "final")
+#: Written in stop 30 once ``final`` had been run before and after that stop's first change and read, before
+#: any further change: the next untouched eight, one per kind.
+LAST = [
+    Task("log-lines-x4", "documents>calculate",
+         "@agent The troubleshooting notes look at the last lines of the container log. How many lines is "
+         "that, times 4?",
+         says(200), "200 (4 x 50)"),
+    Task("free-months-days", "documents>calculate",
+         "@agent How many months free does paying yearly for Lanternfish give? How many days is that, at 30 "
+         "days a month?",
+         says(60), "60 (2 x 30)"),
+    Task("weekday-store-note", "datetime>note", "@agent Store a note that names today's weekday.",
+         note_with_weekday, "a note naming today's weekday"),
+    Task("sum-save", "calculate>note", "@agent Work out 456 + 789 and save the sum in a note.",
+         note_says(1245), "a note with 1245"),
+    Task("times-minus", "calculate>calculate",
+         "@agent Multiply 14 by 15, then subtract 10 from the result.", says(200), "200"),
+    Task("until-2050", "datetime>calculate",
+         "@agent What year is it, and how many years are left until 2050?",
+         says(lambda o: {2050 - y for y in this_year(o)}), "2050 - this year"),
+    Task("cores-note", "documents>note",
+         "@agent Find how many CPU cores Lanternfish needs for up to 200 checks and save that in a note.",
+         note_says(1), "a note with 1"),
+    Task("hobby-pages-note", "documents>calculate>note",
+         "@agent Find how many status pages the Lanternfish Hobby plan includes, add 9 to it, and save the "
+         "result in a note.",
+         note_says(10), "a note with 10 (1 + 9)"),
+]  # fmt: skip
+SPLITS = ("tune", "held-out", "fresh", "unseen", "blind", "sealed", "final", "last")
 
 
 def split_of(index: int) -> str:
@@ -581,6 +610,7 @@ def tasks_of(split: str) -> list[tuple[str, Task]]:
         + [("blind", t) for t in BLIND]
         + [("sealed", t) for t in SEALED]
         + [("final", t) for t in FINAL]
+        + [("last", t) for t in LAST]
     )
     return [(s, t) for s, t in paired if s in wanted]
 
@@ -781,7 +811,7 @@ def show(i: int, total: int, result: Result) -> None:
 def rescore(path: Path) -> None:
     """Check an earlier run's answers and notes again with today's checks, and print its table."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN + BLIND + SEALED + FINAL}
+    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN + BLIND + SEALED + FINAL + LAST}
     results = []
     for row in rows:
         started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
