@@ -590,7 +590,9 @@ LAST = [
          "result in a note.",
          note_says(10), "a note with 10 (1 + 9)"),
 ]  # fmt: skip
-SPLITS = ("tune", "held-out", "fresh", "unseen", "blind", "sealed", "final", "last")
+#: The splits written after the first two, in the order they were written.
+LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST}
+SPLITS = ("tune", "held-out", *LATER)
 
 
 def split_of(index: int) -> str:
@@ -603,15 +605,8 @@ def tasks_of(split: str) -> list[tuple[str, Task]]:
     wanted = set(SPLITS) if split == "all" else set(split.split(","))
     if unknown := wanted - set(SPLITS):
         raise SystemExit(f"--split: no split {', '.join(sorted(unknown))} (splits: {', '.join(SPLITS)}, all)")
-    paired = (
-        [(split_of(i), t) for i, t in enumerate(TASKS)]
-        + [("fresh", t) for t in FRESH]
-        + [("unseen", t) for t in UNSEEN]
-        + [("blind", t) for t in BLIND]
-        + [("sealed", t) for t in SEALED]
-        + [("final", t) for t in FINAL]
-        + [("last", t) for t in LAST]
-    )
+    paired = [(split_of(i), t) for i, t in enumerate(TASKS)]
+    paired += [(name, t) for name, tasks in LATER.items() for t in tasks]
     return [(s, t) for s, t in paired if s in wanted]
 
 
@@ -811,7 +806,7 @@ def show(i: int, total: int, result: Result) -> None:
 def rescore(path: Path) -> None:
     """Check an earlier run's answers and notes again with today's checks, and print its table."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_id = {t.id: t for t in TASKS + FRESH + UNSEEN + BLIND + SEALED + FINAL + LAST}
+    by_id = {t.id: t for t in TASKS + [t for tasks in LATER.values() for t in tasks]}
     results = []
     for row in rows:
         started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
