@@ -50,13 +50,12 @@ REMINDER = (
 )
 
 #: Told after the results of each round while tools are still offered: another step, or the answer. Told
-#: "if all is done, answer", the 1.5B answered "The calculation is done." (two of four sums) and, after a
-#: figure read from the documents, wrote the call it had just run again in 5 of 6 rounds; told to answer
-#: the question once nothing is left to do, it gave the result ("The result of the calculation is 150.0.")
-#: and repeated the call in 1 of those 6 rounds (its answers there are longer workings).
+#: "if all is done, answer", the 1.5B once answered "The calculation is done."; "if nothing is left to do,
+#: answer the question" fixed that, but after ``list_documents`` it then wrote "To answer the question
+#: ..., I need to list the documents" instead of the list, so the older wording stands.
 ASK_NEXT_STEP = (
     "Check every part of the question. If a part is still to do, reply with only the JSON list of its "
-    "calls, using these results; if nothing is left to do, answer the question briefly in plain sentences."
+    "calls, using these results; if all is done, answer briefly in plain sentences."
 )
 #: Said before ``ASK_NEXT_STEP`` when the question names offered tools that have not run in this turn.
 NAMED_UNUSED = "The question also names {tools}, which this turn has not used yet. "
