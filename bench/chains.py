@@ -19,7 +19,7 @@ first of each pair is ``tune``, the second ``held-out``; ``fresh`` holds eight m
 once the held-out half had been read and left unrun until the tuning they test was done; ``unseen`` eight
 more, written once ``fresh`` had been read; ``blind`` eight more, written once ``unseen`` had been read;
 ``sealed`` eight more, written once ``blind`` had been read; ``final`` eight more, once ``sealed`` had;
-``last`` eight more, once ``final`` had.
+``last`` eight more, once ``final`` had; ``coda`` eight more, once ``last`` had.
 Per-task details go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
@@ -590,8 +590,36 @@ LAST = [
          "result in a note.",
          note_says(10), "a note with 10 (1 + 9)"),
 ]  # fmt: skip
+#: Written at the start of stop 31, before any change of that stop, once ``last`` had been read: the next
+#: untouched eight, one per kind. Two of its document tasks read the pricing table, two read prose.
+CODA = [
+    Task("checks-per-page", "documents>calculate",
+         "@agent How many checks per status page does the Lanternfish Team plan give? Divide its checks by "
+         "its status pages.",
+         says(50), "50 (250 / 5)"),
+    Task("slow-runs-day", "documents>calculate",
+         "@agent How many times a day does a Lanternfish check run at its longest interval?",
+         says(288), "288 (every 5 minutes)"),
+    Task("date-jot-note", "datetime>note", "@agent Jot down today's date in a note.",
+         note_with_date, "a note with today's date"),
+    Task("put-product", "calculate>note", "@agent Calculate 123 * 9 and put the result in a note.",
+         note_says(1107), "a note with 1107"),
+    Task("add-divide", "calculate>calculate", "@agent Add 250 and 150, then divide the sum by 8.",
+         says(50), "50"),
+    Task("since-1950", "datetime>calculate",
+         "@agent Which year is it, and how many years have gone by since 1950?",
+         says(lambda o: {y - 1950 for y in this_year(o)}), "this year - 1950"),
+    Task("business-price-note", "documents>note",
+         "@agent Find the monthly price of the Lanternfish Business plan and save it in a note.",
+         note_says(49), "a note with 49"),
+    Task("retention-months-note", "documents>calculate>note",
+         "@agent Find how many days Lanternfish keeps check results, divide that by 30, and save the result "
+         "in a note.",
+         note_says(3), "a note with 3 (90 / 30)"),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
-LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST}
+LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
+         "coda": CODA}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
