@@ -14,7 +14,7 @@ from langgraph.runtime import get_runtime
 
 from ..checkpoints.chunks import DocumentStore
 from ..graphs.context import Context
-from .documents import NO_CONTEXT, Found, chunk_source, index_document, search
+from .documents import NO_CONTEXT, Found, chunk_source, index_document, linear_tables, search
 from .loaders import content_hash
 
 
@@ -39,7 +39,7 @@ def _format_hits(query: str, found: Found, threshold: float) -> str:
         return NO_CONTEXT + (below if found.dropped else "")
     parts = [f'Additional context for query "{query}":']
     for i, hit in enumerate(found.hits, 1):
-        parts.append(f"[{i}] {hit.title} (similarity {hit.similarity:.2f})\n{hit.text}")
+        parts.append(f"[{i}] {hit.title} (similarity {hit.similarity:.2f})\n{linear_tables(hit.text)}")
     return "\n\n".join(parts)
 
 

@@ -11,6 +11,7 @@ never names its subject is still found by it. Reading files is ``skills.loaders`
 from __future__ import annotations
 
 import asyncio
+import re
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -166,14 +167,53 @@ async def search(store: DocumentStore, workspace: str, query: str, *, top_n: int
     )
 
 
+#: A Markdown table's rule line under its header: ``|---|:--:|`` and the like.
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+#: A cell border: a pipe not escaped as ``\|``.
+_BORDER = re.compile(r"(?<!\\)\|")
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a table line, outer borders dropped and an escaped pipe read as a pipe."""
+    inner = line.strip().removeprefix("|")
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [cell.strip().replace("\\|", "|") for cell in _BORDER.split(inner)]
+
+
+def linear_tables(text: str) -> str:
+    """Markdown tables as one line per row, each cell named by its column (``Plan: Team; Price: 12 EUR``).
+
+    Small models misread a grid: asked for the Team plan's status pages, the 1.5B took the 250 checks from
+    the cell beside them, and for the Team price it took the Business row's 49 (``bench/chains.py``). A row
+    that names its columns leaves nothing to line up. Only what goes to a model is rewritten: chunks are
+    embedded and cited as the document wrote them. A table whose header a chunk boundary cut off is left
+    as it is, since its columns cannot be named.
+    """
+    if "|" not in text:
+        return text
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        line = lines[i]
+        if "|" in line and i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]) and "|" in lines[i + 1]:
+            header, i = _cells(line), i + 2
+            while i < len(lines) and lines[i].strip().startswith("|"):
+                pairs = zip(header, _cells(lines[i]), strict=False)
+                out.append("; ".join(f"{name}: {cell}" if name else cell for name, cell in pairs if cell))
+                i += 1
+            continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
 def chunk_context(hit: ChunkHit) -> str:
-    """A found chunk as it goes into the prompt: with its document's header."""
-    return metadata_header(hit.title, hit.source) + hit.text
+    """A found chunk as it goes into the prompt: with its document's header, its tables as lines."""
+    return metadata_header(hit.title, hit.source) + linear_tables(hit.text)
 
 
 def pinned_context(doc: Document) -> str:
-    """A pinned document as it goes into the prompt: whole, with its header."""
-    return metadata_header(doc.title, doc.source) + (doc.content or "")
+    """A pinned document as it goes into the prompt: whole, with its header, its tables as lines."""
+    return metadata_header(doc.title, doc.source) + linear_tables(doc.content or "")
 
 
 def chunk_source(hit: ChunkHit) -> dict[str, Any]:

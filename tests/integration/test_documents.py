@@ -349,6 +349,40 @@ async def test_chat_goes_on_without_documents_or_embedding_model_and_says_so(
     assert [s["title"] for s in out["sources"]] == ["museum.md"], "pins need no embeddings"
 
 
+PLANS = (
+    "Ferry passes by season.\n\n| Pass | Price | Crossings |\n|------|-------|-----------|\n"
+    "| Summer | 40 euros | 60 |\n| Winter | 25 euros | 30 |\n"
+)
+PLAN_ROWS = ("Pass: Summer; Price: 40 euros; Crossings: 60", "Pass: Winter; Price: 25 euros; Crossings: 30")
+
+
+async def test_a_table_reaches_the_model_as_named_rows_but_is_cited_as_written(
+    embed, saver, database_url, workspace, thread, tmp_path
+):
+    await ingest(workspace, write(tmp_path / "docs", {"passes.md": PLANS, "museum.md": DOCS["museum.md"]}))
+    question = "What does the winter ferry pass cost, and how many crossings does it hold?"
+    graph = build_graph(checkpointer=saver)
+    search = tool_reply(("search_documents", {"query": "winter ferry pass price"}))
+    embed.push(search, text_reply("25 euros."))
+    out = await graph.ainvoke(
+        user_message(question), thread, context=Context(workspace=workspace, similarity_threshold=0.0)
+    )
+    assert out["stop_reason"] == "answered"
+    first = turn_text(embed.requests[0])
+    assert all(row in first for row in PLAN_ROWS), "retrieved for the turn: one named row a line"
+    assert "| Winter |" not in first and "|------|" not in first
+    result = next(m for m in embed.requests[1]["messages"] if m["role"] == "tool")["content"]
+    assert all(row in result for row in PLAN_ROWS) and "| Winter |" not in result, "found by the tool: same"
+    cited = next(s for s in out["sources"] if s["title"] == "passes.md")
+    assert cited["text"] == PLANS.strip(), "the citation shows the document as it was written"
+
+    await pin_documents(workspace, ["passes.md"], True)
+    embed.push(text_reply("25 euros."))
+    out = await graph.ainvoke(user_message(question), thread, context=Context(workspace=workspace))
+    assert all(row in turn_text(embed.requests[-1]) for row in PLAN_ROWS), "a pinned document: the same"
+    assert "| Winter |" not in turn_text(embed.requests[-1])
+
+
 async def test_pinned_documents_are_capped_by_the_context_share_of_the_window(
     embed, saver, workspace, thread, tmp_path
 ):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workspace_agent.skills.documents import metadata_header, split_text
+from workspace_agent.skills.documents import linear_tables, metadata_header, split_text
 from workspace_agent.skills.loaders import UnreadableDocument, content_hash, extract_text
 
 
@@ -94,3 +94,16 @@ def test_chunks_respect_size_and_overlap_and_the_header_names_the_document():
     header = metadata_header("guide.md", "/docs/guide.md")
     assert header.startswith("<document_metadata>\nsourceDocument: guide.md\nsource: /docs/guide.md\n")
     assert content_hash(b"a") != content_hash(b"b") and len(content_hash(b"a")) == 64
+
+
+def test_markdown_tables_reach_the_model_one_row_a_line_with_each_cell_named():
+    text = (
+        "Plans:\n\n| Plan | Price | Pages |\n|:-----|------:|---|\n| Hobby | free | 1 |\n"
+        "| Team | 12 EUR \\| month |  |\n\nAfter the table."
+    )
+    assert linear_tables(text) == (
+        "Plans:\n\nPlan: Hobby; Price: free; Pages: 1\nPlan: Team; Price: 12 EUR | month\n\nAfter the table."
+    ), "an empty cell is left out, an escaped pipe is a pipe, the text around stays"
+    cut = "| Team | 12 EUR | 5 |\n| Business | 49 EUR | unlimited |"
+    assert linear_tables(cut) == cut, "rows whose header a chunk boundary cut off cannot be named: kept"
+    assert linear_tables("a | b, not a table\nnext") == "a | b, not a table\nnext"
