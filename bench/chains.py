@@ -19,7 +19,8 @@ first of each pair is ``tune``, the second ``held-out``; ``fresh`` holds eight m
 once the held-out half had been read and left unrun until the tuning they test was done; ``unseen`` eight
 more, written once ``fresh`` had been read; ``blind`` eight more, written once ``unseen`` had been read;
 ``sealed`` eight more, written once ``blind`` had been read; ``final`` eight more, once ``sealed`` had;
-``last`` eight more, once ``final`` had; ``coda`` eight more, once ``last`` had.
+``last`` eight more, once ``final`` had; ``coda`` eight more, once ``last`` had; ``encore``
+eight more, once ``coda`` had.
 Per-task details go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
@@ -617,9 +618,36 @@ CODA = [
          "in a note.",
          note_says(3), "a note with 3 (90 / 30)"),
 ]  # fmt: skip
+#: Written in stop 31 once ``coda`` had been run before and after that stop's first change (tables as named
+#: rows) and read, before any further change: the next untouched eight, one per kind.
+ENCORE = [
+    Task("reset-minutes-x4", "documents>calculate",
+         "@agent For how many minutes is Lanternfish's password reset link valid? Multiply that by 4.",
+         says(60), "60 (4 x 15)"),
+    Task("hobby-team-checks", "documents>calculate",
+         "@agent How many checks do the Lanternfish Hobby and Team plans include together?",
+         says(270), "270 (20 + 250)"),
+    Task("date-record-note", "datetime>note", "@agent Record today's date in a note.",
+         note_with_date, "a note with today's date"),
+    Task("product-save", "calculate>note", "@agent Multiply 47 by 21 and save the product in a note.",
+         note_says(987), "a note with 987"),
+    Task("minus-halve", "calculate>calculate", "@agent Take 125 away from 2025, then halve the result.",
+         says(950), "950"),
+    Task("age-1985", "datetime>calculate",
+         "@agent What year is it now, and how old does someone born in 1985 turn this year?",
+         says(lambda o: {y - 1985 for y in this_year(o)}), "this year - 1985"),
+    Task("pause-minutes-note", "documents>note",
+         "@agent Find for how many minutes Lanternfish pauses alerts when most checks fail together, and "
+         "note that number.",
+         note_says(10), "a note with 10"),
+    Task("business-x2-note", "documents>calculate>note",
+         "@agent Find the monthly price of the Lanternfish Business plan, multiply it by 2, and save the "
+         "result in a note.",
+         note_says(98), "a note with 98 (2 x 49)"),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
-         "coda": CODA}  # fmt: skip
+         "coda": CODA, "encore": ENCORE}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
