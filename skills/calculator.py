@@ -11,6 +11,7 @@ to ``inf``). This module imports nothing heavy, because worker processes import 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from typing import Any
 
@@ -86,4 +87,18 @@ def calculate(expression: str) -> str:
         tree = ast.parse(expression.strip(), mode="eval")
     except (SyntaxError, MemoryError, RecursionError) as exc:
         raise CalculationRefused(f"not an arithmetic expression: {exc}") from exc
-    return str(_evaluate(tree))
+    return written(_evaluate(tree))
+
+
+def written(value: float) -> str:
+    """A result as a person writes it: ``50`` for ``400 / 8``, ``490`` for ``(49 / 10) * 100``.
+
+    The model copies a tool's result into its answer and notes as it reads it: given ``490.00000000000006``
+    (binary floating point's error), the 1.5B saved a note saying the price "is 490.00000000000006". Twelve
+    significant digits drop that error and keep every figure of everyday arithmetic; integers are exact.
+    """
+    if isinstance(value, int) or not math.isfinite(value):
+        return str(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.12g}"

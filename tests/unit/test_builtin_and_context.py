@@ -76,3 +76,11 @@ def test_optional_and_list_fields_take_exactly_their_types():
     ]:
         with pytest.raises(ContextError):
             Context(model="x", **bad)
+
+
+def test_a_result_is_written_as_a_person_writes_it_without_binary_float_error():
+    assert calculate("(49 / 10) * 100") == "490", "not 490.00000000000006, which the model copied into a note"
+    assert calculate("400 / 8") == "50" and calculate("7 / 2") == "3.5" and calculate("0.1 + 0.2") == "0.3"
+    assert calculate("1 / 3") == "0.333333333333", "twelve significant digits"
+    assert calculate("2 ** 70") == str(2**70), "integers stay exact"
+    assert calculate("1e308 * 10") == "inf"
