@@ -186,9 +186,9 @@ def linear_tables(text: str) -> str:
     Small models misread a grid: asked for the Team plan's status pages, the 1.5B took the 250 checks from
     the cell beside them, and for the Team price it took the Business row's 49 (``bench/chains.py``). A row
     that names its columns leaves nothing to line up: the bench's 16 earlier document tasks went from 3 to 8
-    done in runs of the same day. Only what goes to a model is rewritten: chunks are
-    embedded and cited as the document wrote them. A table whose header a chunk boundary cut off is left
-    as it is, since its columns cannot be named.
+    done in runs of the same day. Only what goes to a model is rewritten: chunks are embedded and cited as
+    the document wrote them. A table whose header a chunk boundary cut off is left as it is, since its
+    columns cannot be named.
     """
     if "|" not in text:
         return text
