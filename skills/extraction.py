@@ -3,7 +3,8 @@
 A few kilobytes of PDF or DOCX can unpack to gigabytes or take minutes of parsing (a zip bomb, pages that
 share one content stream). In the server's process that work cannot be cancelled (a thread never stops),
 holds the interpreter lock against every other thread, and can take the process down when memory runs out.
-So PDF, DOCX and HTML are parsed here, in a fresh process per document:
+So PDF, DOCX and HTML are parsed here, in a fresh process per document: an uploaded file, a page
+``fetch_url`` read, a search provider's results page (whatever comes from outside as markup):
 
 - it is started as ``python -m workspace_agent.skills.extraction`` with the bytes on stdin: never
   ``multiprocessing`` spawn, which re-imports the user's ``__main__`` (a program without a
@@ -35,7 +36,9 @@ import sys
 import weakref
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
+from .html_text import page_text
 from .loaders import (
     MEMORY_SETTING,
     TEXT_SUFFIXES,
@@ -102,35 +105,36 @@ def _stopped_reason(returncode: int, bound: Limits) -> str:
     )
 
 
-async def _run_worker(suffix: str, data: bytes, bound: Limits) -> str:
-    """Extract in a fresh worker; kill it when the wall-clock bound passes or the run is cancelled."""
-    header = json.dumps({"suffix": suffix, **asdict(bound)}).encode() + b"\n"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        WORKER_MODULE,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(header + data), bound.wall_seconds)
-    except TimeoutError as exc:
-        raise UnreadableDocument(
-            f"reading it took longer than {bound.wall_seconds:.0f} s, the wall-clock limit of one document "
-            f"(three times {CPU_SETTING} plus ten seconds)"
-        ) from exc
-    finally:
-        if proc.returncode is None:  # timed out or cancelled: the work stops with its process
-            proc.kill()
-            await asyncio.shield(proc.wait())
+async def _run_worker(request: dict[str, Any], data: bytes, bound: Limits) -> dict[str, Any]:
+    """Run one request in a fresh worker; kill it when the wall-clock bound passes or the run is cancelled."""
+    header = json.dumps({**request, **asdict(bound)}).encode() + b"\n"
+    async with _gate():
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            WORKER_MODULE,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(header + data), bound.wall_seconds)
+        except TimeoutError as exc:
+            raise UnreadableDocument(
+                f"reading it took longer than {bound.wall_seconds:.0f} s, the wall-clock limit of one "
+                f"document (three times {CPU_SETTING} plus ten seconds)"
+            ) from exc
+        finally:
+            if proc.returncode is None:  # timed out or cancelled: the work stops with its process
+                proc.kill()
+                await asyncio.shield(proc.wait())
     try:
         answer = json.loads(out)
     except ValueError:
         raise UnreadableDocument(_stopped_reason(proc.returncode or 0, bound)) from None
     if "error" in answer:
         raise UnreadableDocument(answer["error"])
-    return answer["text"]
+    return dict(answer)
 
 
 async def extract_bounded(path: Path, data: bytes) -> str:
@@ -143,8 +147,28 @@ async def extract_bounded(path: Path, data: bytes) -> str:
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
         return await asyncio.to_thread(extract_text, path, data, bound.max_chars)
-    async with _gate():
-        return await _run_worker(suffix, data, bound)
+    answer = await _run_worker({"kind": "document", "suffix": suffix}, data, bound)
+    return str(answer["text"])
+
+
+async def page_bounded(data: bytes, charset: str | None) -> tuple[str, str]:
+    """The title and readable text of a fetched HTML page, parsed in a worker under the same limits.
+
+    Raises:
+        UnreadableDocument: The worker was stopped by a limit; the message names the setting.
+    """
+    answer = await _run_worker({"kind": "page", "charset": charset}, data, limits())
+    return str(answer["title"]), str(answer["text"])
+
+
+async def search_results_bounded(data: bytes, charset: str | None, limit: int) -> list[tuple[str, str, str]]:
+    """DuckDuckGo's results page as ``(title, url, snippet)`` rows, parsed in a worker under the limits.
+
+    Raises:
+        UnreadableDocument: The worker was stopped by a limit; the message names the setting.
+    """
+    answer = await _run_worker({"kind": "duckduckgo", "charset": charset, "limit": limit}, data, limits())
+    return [(str(t), str(u), str(s)) for t, u, s in answer["results"]]
 
 
 # ── the worker process ─────────────────────────────────────────────────────────────────────────────────
@@ -157,10 +181,25 @@ def _limit_self(bound: Limits) -> None:
     os.nice(NICENESS)
 
 
-def _answer(suffix: str, data: bytes, bound: Limits) -> dict[str, str]:
-    """The worker's answer: ``{"text"}``, or ``{"error"}`` with a reason a person can read."""
+def _parse(header: dict[str, Any], data: bytes, bound: Limits) -> dict[str, Any]:
+    """What the header asks of the bytes: a document's text, a page's title and text, or search results."""
+    kind = header.get("kind", "document")
+    if kind == "page":
+        title, text = page_text(data, header.get("charset"))
+        return {"title": title, "text": text[: bound.max_chars]}
+    if kind == "duckduckgo":
+        from .web_search import duckduckgo_results
+
+        found = duckduckgo_results(data, header.get("charset"), int(header["limit"]))
+        return {"results": [(r.title, r.url, r.snippet) for r in found]}
+    path = Path("document" + header["suffix"])
+    return {"text": extract_text(path, data, bound.max_chars, bound.memory_bytes)}
+
+
+def _answer(header: dict[str, Any], data: bytes, bound: Limits) -> dict[str, Any]:
+    """The worker's answer, or ``{"error"}`` with a reason a person can read."""
     try:
-        return {"text": extract_text(Path("document" + suffix), data, bound.max_chars, bound.memory_bytes)}
+        return _parse(header, data, bound)
     except UnreadableDocument as exc:
         return {"error": str(exc)}
     except MemoryError:
@@ -171,11 +210,11 @@ def _answer(suffix: str, data: bytes, bound: Limits) -> dict[str, str]:
 
 
 def main() -> None:
-    """Read a JSON header line and the document's bytes from stdin; write one JSON answer to stdout."""
+    """Read a JSON header line and the bytes from stdin; write one JSON answer to stdout."""
     header = json.loads(sys.stdin.buffer.readline())
     bound = Limits(header["cpu_seconds"], header["memory_bytes"], header["max_chars"])
     _limit_self(bound)
-    answer = json.dumps(_answer(header["suffix"], sys.stdin.buffer.read(), bound))
+    answer = json.dumps(_answer(header, sys.stdin.buffer.read(), bound))
     sys.stdout.write(answer)
     sys.stdout.flush()
 

@@ -235,13 +235,9 @@ def _joined(parts: Iterable[str], separator: str, limit: int) -> str:
 
 
 def _html(data: bytes, limit: int) -> str:
-    from bs4 import BeautifulSoup
+    from .html_text import document_text
 
-    soup = BeautifulSoup(data, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    lines = (line.strip() for line in soup.get_text("\n").splitlines())
-    return _capped("\n".join(line for line in lines if line), limit)
+    return _capped(document_text(data), limit)
 
 
 def _page_key(page: Any) -> str | None:

@@ -33,7 +33,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from ..providers.tokens import encoding
 from .document_tools import live_settings
-from .extraction import extract_bounded
+from .extraction import extract_bounded, page_bounded
+from .html_text import decode
 from .loaders import UnreadableDocument
 
 MAX_BYTES_SETTING, TIMEOUT_SETTING = "FETCH_MAX_BYTES", "FETCH_TIMEOUT"
@@ -50,12 +51,6 @@ REDIRECT_CODES = {301, 302, 303, 307, 308}
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 TEXT_TYPES = {"application/json", "application/xml", "application/ld+json"}
 PDF_TYPES = {"application/pdf", "application/x-pdf"}
-#: Tags whose text is no part of what a page says.
-NOISE_TAGS = ["script", "style", "noscript", "template", "svg", "canvas", "iframe", "nav", "footer", "form"]
-#: Tags that end a line of text: without breaks after them a page's paragraphs run together.
-BLOCK_TAGS = (
-    "p div br li tr h1 h2 h3 h4 h5 h6 section article header pre blockquote dd dt table ul ol".split()
-)
 USER_AGENT = "workspace-agent/0.1 (fetch_url)"
 #: No connection is kept for the next hop: connections are pooled by address, and two host names on one
 #: address (a CDN) would otherwise share a TLS connection made for the first name.
@@ -323,25 +318,6 @@ async def fetch(given: str) -> Page:
 # ── bytes to readable text ─────────────────────────────────────────────────────────────────────────────
 
 
-def html_text(data: bytes, charset: str | None) -> tuple[str, str]:
-    """The title and readable text of an HTML page: scripts, styles and menus dropped, one block a line."""
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(data, "html.parser", from_encoding=charset)
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    if not title:
-        meta = soup.find("meta", attrs={"property": "og:title"})
-        heading = soup.find("h1")
-        title = str(meta.get("content", "")) if meta else heading.get_text(" ", strip=True) if heading else ""
-    for tag in soup(NOISE_TAGS):
-        tag.decompose()
-    body = soup.find("main") or soup.find("article") or soup.body or soup
-    for tag in body.find_all(BLOCK_TAGS):
-        tag.append("\n")
-    lines = (" ".join(line.split()) for line in body.get_text().splitlines())
-    return title, "\n".join(line for line in lines if line)
-
-
 def _kind(page: Page) -> str:
     """``html``, ``text`` or ``pdf``: by the declared type, or by the bytes when the server did not say."""
     declared = page.content_type
@@ -363,23 +339,24 @@ def _kind(page: Page) -> str:
 async def page_text(page: Page) -> tuple[str, str]:
     """The title (may be empty) and text of a fetched page.
 
-    A PDF goes through the documents' bounded extraction (a worker process under ``EXTRACT_*`` limits): a
-    page can be a PDF crafted to take minutes or gigabytes. HTML and text are parsed in a thread; the byte
-    cap bounds them.
+    HTML and PDF go through the documents' bounded extraction (a worker process under ``EXTRACT_*`` limits,
+    killed when the call is given up): a page can be markup or a PDF crafted to take minutes or gigabytes,
+    and work in one of the server's threads could be neither stopped nor kept from the other turns. Plain
+    text is only decoded, linear in the byte cap.
 
     Raises:
         FetchError: The type is not readable, or the page holds no text.
     """
     kind = _kind(page)
-    if kind == "html":
-        title, text = await asyncio.to_thread(html_text, page.body, page.charset)
-    elif kind == "pdf":
-        try:
+    try:
+        if kind == "html":
+            title, text = await page_bounded(page.body, page.charset)
+        elif kind == "pdf":
             title, text = "", await extract_bounded(Path("page.pdf"), page.body)
-        except UnreadableDocument as exc:
-            raise FetchError(f"the PDF could not be read: {exc}") from exc
-    else:
-        title, text = "", page.body.decode(page.charset or "utf-8", errors="replace").replace("\x00", "")
+        else:
+            title, text = "", decode(page.body, page.charset).replace("\x00", "")
+    except UnreadableDocument as exc:
+        raise FetchError(f"the {'PDF' if kind == 'pdf' else 'page'} could not be read: {exc}") from exc
     if not text.strip():
         raise FetchError("the page holds no readable text (it may be drawn by JavaScript)")
     return title, text.strip()

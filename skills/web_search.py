@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from html import unescape
 from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
 from langchain_core.tools import BaseTool, StructuredTool
 
+from .extraction import search_results_bounded
+from .html_text import parse_html, words
+from .loaders import UnreadableDocument
 from .web import read_capped
 
 PROVIDER_SETTING = "WEB_SEARCH_PROVIDER"
@@ -38,6 +43,10 @@ DEFAULT_MAX_RESULTS, DEFAULT_TIMEOUT = 5, 15.0
 #: A provider's answer larger than this is not a list of results.
 MAX_ANSWER_BYTES = 2_000_000
 USER_AGENT = "workspace-agent/0.1 (web_search)"
+#: One tag of a snippet's markup: it stops at the next ``<``, so a run of unclosed ones stays linear.
+TAG = re.compile(r"<[^<>]*>")
+#: XPath for "the class attribute holds this word", as CSS's ``.name`` means it.
+_HAS_CLASS = "contains(concat(' ', normalize-space(@class), ' '), ' {} ')"
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +114,11 @@ def _positive(name: str, default: float) -> float:
 
 
 def plain(html: str) -> str:
-    """Text of a snippet that may carry markup (Brave marks matches with ``<strong>``)."""
-    from bs4 import BeautifulSoup
+    """Text of a snippet that may carry markup (Brave marks matches with ``<strong>``).
 
-    return " ".join(BeautifulSoup(html, "html.parser").get_text(" ").split())
+    Tags are cut by a pattern that never looks past the next ``<``, so the work is linear in the snippet.
+    """
+    return " ".join(unescape(TAG.sub(" ", html)).split())
 
 
 async def _json(client: httpx.AsyncClient, request: httpx.Request) -> Any:
@@ -177,21 +187,24 @@ def unwrap(href: str) -> str:
     return urljoin("https://duckduckgo.com/", href)
 
 
-def duckduckgo_results(html: str, limit: int) -> list[Result]:
-    """Results of DuckDuckGo's HTML page: ``a.result__a`` links and ``.result__snippet`` text, ads skipped."""
-    from bs4 import BeautifulSoup
+def duckduckgo_results(page: bytes, charset: str | None, limit: int) -> list[Result]:
+    """Results of DuckDuckGo's HTML page: ``a.result__a`` links and ``.result__snippet`` text, ads skipped.
 
+    A page from outside: run it in a worker (``extraction.search_results_bounded``), as :func:`duckduckgo`
+    does, never in the server's threads.
+    """
     results = []
-    for link in BeautifulSoup(html, "html.parser").select("a.result__a"):
-        box = link.find_parent(class_="result")
-        if box is not None and "result--ad" in (box.get("class") or []):
+    root = parse_html(page, charset)
+    for link in root.xpath(f"//a[{_HAS_CLASS.format('result__a')}]"):
+        box = next((a for a in link.iterancestors() if "result" in (a.get("class") or "").split()), None)
+        if box is not None and "result--ad" in (box.get("class") or "").split():
             continue
         url = unwrap(str(link.get("href") or ""))
         if urlsplit(url).scheme not in ("http", "https"):
             continue
-        snippet = box.select_one(".result__snippet") if box is not None else None
-        text = " ".join(snippet.get_text(" ").split()) if snippet else ""
-        results.append(Result(" ".join(link.get_text(" ").split()) or url, url, text))
+        snippet = box.xpath(f".//*[{_HAS_CLASS.format('result__snippet')}]") if box is not None else []
+        text = words(snippet[0].text_content()) if snippet else ""
+        results.append(Result(words(link.text_content()) or url, url, text))
         if len(results) == limit:
             break
     return results
@@ -203,7 +216,11 @@ async def duckduckgo(client: httpx.AsyncClient, query: str, limit: int) -> list[
         if response.status_code >= 400:
             raise SearchError(f"DuckDuckGo answered {response.status_code} {response.reason_phrase}")
         body = await read_capped(response, MAX_ANSWER_BYTES, "fixed", "search answer")
-    return duckduckgo_results(body.decode(response.charset_encoding or "utf-8", errors="replace"), limit)
+    try:
+        found = await search_results_bounded(body, response.charset_encoding, limit)
+    except UnreadableDocument as exc:
+        raise SearchError(f"DuckDuckGo's results page could not be read: {exc}") from exc
+    return [Result(title, url, snippet) for title, url, snippet in found]
 
 
 PROVIDERS: dict[str, Search] = {
