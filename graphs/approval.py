@@ -17,7 +17,7 @@ the shape only: ``nodes.approve`` checks a resume value against them before it t
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired
+from typing import Any, Literal, NotRequired, cast
 
 from typing_extensions import TypedDict
 
@@ -76,3 +76,63 @@ class ApprovalResponse(TypedDict):
     """The resume value: ``Command(resume={"decisions": [...]})``, one decision per action request."""
 
     decisions: list[ApprovalDecision]
+
+
+class ResumeError(ValueError):
+    """A resume value that does not answer the pending approval request properly; the message says how."""
+
+
+#: Each optional field of a decision and the type its value must have (an edit's action is checked apart).
+_FIELD_TYPES: dict[str, type] = {"tool_call_id": str, "message": str, "always_allow": bool}
+
+
+def _shape_problem(d: object) -> str | None:
+    """What is wrong with one decision's shape, or ``None``: the words a client's author can act on."""
+    if not isinstance(d, dict) or d.get("type") not in DECISION_TYPES:
+        return f"type must be one of {', '.join(DECISION_TYPES)}"
+    for name, kind in _FIELD_TYPES.items():
+        value = d.get(name)
+        if value is not None and not isinstance(value, kind):
+            return f"{name} must be a {kind.__name__}, not {type(value).__name__}"
+    if d.get("tool_call_id") == "":
+        return "tool_call_id must not be empty (leave it out to answer by position)"
+    if d["type"] == "edit":
+        action = d.get("edited_action")
+        if not isinstance(action, dict) or not isinstance(action.get("args"), dict):
+            return 'an edit needs "edited_action": {"name", "args": {...}} with args an object'
+        if not isinstance(action.get("name", ""), str):
+            return "edited_action.name must be a string"
+    return None
+
+
+def checked_decisions(value: object) -> list[ApprovalDecision]:
+    """The decisions of a resume value, each checked by shape before anything is matched or run.
+
+    Everything a client sends is checked here first, whichever way it came (the SDK's ``Command(resume=...)``,
+    ``/api/v1``'s ``decisions``, the CLI): an id that is an object, a message that is a list or an edit whose
+    arguments are no object is refused with a message naming the decision and the field, never met later as
+    a ``TypeError`` that fails the run and loses the pending approval. Fields not in the contract are dropped.
+
+    Args:
+        value: ``{"decisions": [...]}`` as the client sent it, or the list alone.
+
+    Raises:
+        ResumeError: The value or one of its decisions has the wrong shape.
+    """
+    decisions = value.get("decisions") if isinstance(value, dict) else value
+    if not isinstance(decisions, list):
+        raise ResumeError('resume with {"decisions": [...]}, one decision per pending tool call')
+    for i, d in enumerate(decisions):
+        problem = _shape_problem(d)
+        if problem:
+            raise ResumeError(f"decision {i}: {problem}")
+    return [_contract_fields(d) for d in decisions]
+
+
+def _contract_fields(d: dict[str, Any]) -> ApprovalDecision:
+    """A shape-checked decision with only the contract's fields, so nothing else travels with it."""
+    kept = {k: d[k] for k in ("type", *_FIELD_TYPES) if d.get(k) is not None}
+    if d["type"] == "edit":
+        action = d["edited_action"]
+        kept["edited_action"] = {k: action[k] for k in ("name", "args") if k in action}
+    return cast(ApprovalDecision, kept)

@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
-from typing import NamedTuple, TypeVar, cast
+from typing import NamedTuple, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
@@ -26,7 +26,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from ..checkpoints.chatlog import Records
-from ..graphs.approval import DECISION_TYPES, ActionRequest, ApprovalDecision, ApprovalRequest
+from ..graphs.approval import (
+    DECISION_TYPES,
+    ActionRequest,
+    ApprovalDecision,
+    ApprovalRequest,
+    ResumeError,
+    checked_decisions,
+)
 from ..graphs.context import Context
 from ..graphs.conversation import EXECUTED_PREFIX, turn_start
 from ..graphs.forks import fork_of
@@ -36,10 +43,6 @@ from ..graphs.state import AgentState, Decision, decision
 from ..providers.tokens import message_text
 
 T = TypeVar("T")
-
-
-class ResumeError(ValueError):
-    """A resume value that does not answer the pending approval request properly."""
 
 
 class Step(NamedTuple):
@@ -279,28 +282,21 @@ def approval_request(calls: list[ToolCall], toolset: Toolset, error: str | None)
 def match_decisions(value: object, calls: list[ToolCall]) -> dict[str | None, ApprovalDecision]:
     """Pair each pending call with its decision, by ``tool_call_id`` or else by position; raise if unsure.
 
-    Each decision is checked, in this order, for a known ``type``, for the call it answers (named, or at its
-    position; unknown or answered twice is an error), and for an edit, for new ``args`` of the same tool.
+    Each decision is first checked by shape (``checked_decisions``), then for the call it answers (named, or
+    at its position; unknown or answered twice is an error), and for an edit, for the same tool.
     """
-    decisions = value.get("decisions") if isinstance(value, dict) else None
-    if not isinstance(decisions, list):
-        raise ResumeError('resume with {"decisions": [...]}, one decision per pending tool call')
+    decisions = checked_decisions(value if isinstance(value, dict) else None)
     by_id = {c["id"]: c for c in calls}
     matched: dict[str | None, ApprovalDecision] = {}
-    for i, d in enumerate(decisions):
-        if not isinstance(d, dict) or d.get("type") not in DECISION_TYPES:
-            raise ResumeError(f"decision {i}: type must be one of {', '.join(DECISION_TYPES)}")
-        answer = cast(ApprovalDecision, d)  # its type is checked; the call it answers and an edit below
+    for i, answer in enumerate(decisions):
         call_id = answer.get("tool_call_id") or (calls[i]["id"] if i < len(calls) else None)
         if call_id not in by_id:
             named = answer.get("tool_call_id") or f"at position {i}"
             raise ResumeError(f"decision {i}: no pending tool call {named!r}")
         if call_id in matched:
             raise ResumeError(f"decision {i}: tool call {call_id!r} is answered twice")
-        if answer["type"] == "edit":
-            action = answer.get("edited_action")
-            if not isinstance(action, dict) or not isinstance(action.get("args"), dict):
-                raise ResumeError(f'decision {i}: an edit needs "edited_action": {{"name", "args": {{...}}}}')
+        action = answer.get("edited_action")
+        if answer["type"] == "edit" and action is not None:
             if action.get("name", by_id[call_id]["name"]) != by_id[call_id]["name"]:
                 raise ResumeError(f"decision {i}: an edit cannot change which tool is called")
         matched[call_id] = answer
