@@ -130,6 +130,10 @@ async def test_a_hostile_statement_fails_with_the_database_error_and_changes_not
 async def test_set_role_to_the_administrator_is_refused(pg: SqlTestDatabase) -> None:
     tools = tools_for(SQL_CONNECTIONS=f"shop={pg.reader}")
     result = await call(tools, "sql_query", connection="shop", query=f'SET ROLE "{pg.admin_user}"')
+    assert result.status == "error" and "refused before sending: the query holds 'set role'" in result.content
+    # Built at run time it gets past the scan of the text; the server refuses it all the same.
+    built = f"DO $$BEGIN EXECUTE 'SET ' || chr(82) || 'OLE {pg.admin_user}'; END$$"
+    result = await call(tools, "sql_query", connection="shop", query=built)
     assert result.status == "error"
     assert f'[42501] permission denied to set role "{pg.admin_user}"' in result.content
 
@@ -159,7 +163,8 @@ async def test_a_superuser_connection_is_not_used_at_all(pg: SqlTestDatabase, tm
         "SELECT 1",
     ):
         result = await call(tools, "sql_query", connection="admin", query=query)
-        assert result.status == "error" and "logs in as a superuser" in result.content
+        assert result.status == "error"
+        assert f'is not used: it logs in as "{pg.admin_user}", a superuser;' in result.content
     assert not marker.exists()
     assert rows_of(pg) == ITEMS
 
