@@ -115,13 +115,15 @@ _POWERS = {
     "pg_write_server_files": "write files on the database server",
     "pg_execute_server_program": "run programs on the database server",
 }
-#: Statements that change the role or stop other sessions: the second wall, see :func:`_role_change`.
+#: Statements that change the role, stop other sessions or run SQL built at run time: the second wall, see
+#: :func:`_role_change`.
 #: ``set_config`` passes only when its first argument is a plain literal naming another setting. The
 #: quantifiers are possessive, so the scan stays linear in the query's length, whatever the query.
 _ROLE_CHANGE = re.compile(
     r"\b(?:set(?:\s++(?:local|session)\b)*\s++|reset\s++)(?:role|session\s++authorization)\b"
     r"|\bset_config\s*+\((?!\s*+'(?!role'|session_authorization')[\w.]++'\s*+,)"
     r"|\bpg_(?:terminate|cancel)_backend\b"
+    r"|\A\s*+do\b|\bquery_to_xml\w*+\s*+\("
 )
 #: ``'a' || 'b'``: joined before the scan, so a statement split across literals reads whole.
 _JOINED_LITERALS = re.compile(r"'\s*+\|\|\s*+'")
@@ -438,8 +440,9 @@ def _role_change(query: str) -> str | None:
     The whole text is scanned, ``DO`` bodies and string literals included, lower-cased, with double quotes
     around identifiers dropped (``SET "role"``) and literals joined (``'SET RO' || 'LE x'``), as it is and
     without its comments (``SET/**/ROLE``). The role check (:func:`_pg_check_role`) is the first wall: a
-    reader that is not a member of a powerful role gains nothing by changing role, and SQL built at run
-    time (``chr``, ``format``) or nested comments get past any such scan.
+    reader that is not a member of a powerful role gains nothing by changing role. SQL built at run time
+    (``chr``, ``format``) cannot be seen by a scan, so what runs such SQL is refused whole: a ``DO`` block
+    and ``query_to_xml`` and its kin (a reading agent needs neither). Nested comments may still get past.
     """
     text = query.lower().replace('"', "")
     for variant in (text, _without_comments(text)):
@@ -457,7 +460,7 @@ def _refuse_role_change(connection: Connection, query: str) -> None:
             f"{connection.name} (postgresql) refused before sending: the query holds {found!r}. A statement"
             " that changes the role (SET ROLE, SET SESSION AUTHORIZATION, RESET ROLE, set_config('role', …))"
             " or stops another session (pg_terminate_backend, pg_cancel_backend) is not run here, not even"
-            " inside a DO body or a string"
+            " inside a DO body or a string; nor is SQL built at run time (a DO block, query_to_xml)"
         )
 
 

@@ -131,11 +131,10 @@ async def test_set_role_to_the_administrator_is_refused(pg: SqlTestDatabase) -> 
     tools = tools_for(SQL_CONNECTIONS=f"shop={pg.reader}")
     result = await call(tools, "sql_query", connection="shop", query=f'SET ROLE "{pg.admin_user}"')
     assert result.status == "error" and "refused before sending: the query holds 'set role'" in result.content
-    # Built at run time it gets past the scan of the text; the server refuses it all the same.
+    # Built at run time no scan could read it, so what runs SQL built at run time is refused whole.
     built = f"DO $$BEGIN EXECUTE 'SET ' || chr(82) || 'OLE {pg.admin_user}'; END$$"
     result = await call(tools, "sql_query", connection="shop", query=built)
-    assert result.status == "error"
-    assert f'[42501] permission denied to set role "{pg.admin_user}"' in result.content
+    assert result.status == "error" and "refused before sending: the query holds 'do'" in result.content
 
 
 async def test_a_setting_one_call_changes_does_not_reach_the_next(pg: SqlTestDatabase) -> None:
