@@ -20,7 +20,14 @@ once the held-out half had been read and left unrun until the tuning they test w
 more, written once ``fresh`` had been read; ``blind`` eight more, written once ``unseen`` had been read;
 ``sealed`` eight more, written once ``blind`` had been read; ``final`` eight more, once ``sealed`` had;
 ``last`` eight more, once ``final`` had; ``coda`` eight more, once ``last`` had; ``encore``
-eight more, once ``coda`` had.
+eight more, once ``coda`` had; ``person`` eight more and ``single`` eight one-step-or-none questions (a sum,
+the weekday, a document fact, general knowledge), both written for the strict reading before the change they
+measure.
+
+Each task is read twice. ``done`` is the check alone (the number in the answer, the note). ``strict`` is how a
+person reads the turn (``strict_faults``): done, and no figure but the question's and the task's own, no call
+JSON or results digest in what is shown, no write the question did not ask for, no tool the task does not
+need. The strict figure is the one to quote; tasks written before it judge leaks, writes and tools only.
 Per-task details go to a JSONL file under the data folder (``--rescore FILE`` checks one again).
 
 Run: ``python bench/chains.py --model 0.5b --split tune`` (``--limit 3`` for a quick look, ``--history``
@@ -362,13 +369,101 @@ def years_since_1990(outcome: Outcome) -> set[float]:
 
 @dataclass(frozen=True)
 class Task:
-    """One chain: what the person asks, which calls it takes, and how its outcome is checked."""
+    """One chain: what the person asks, which calls it takes, and how its outcome is checked.
+
+    ``figures`` are the numbers of the task's own a strict reader accepts besides the question's: the fact it
+    had to find and the result (a function of the outcome for the clock's). Tasks written before the strict
+    reading leave it ``None``: their figures are not judged, only leaks, writes and tools.
+    """
 
     id: str
     kind: str
     prompt: str
     check: Check
     expected: str
+    figures: set[float] | Callable[[Outcome], set[float]] | None = None
+
+
+# --- the strict reading: the answer as a person reads it -------------------------------------------------
+
+#: The tool each part of a task's kind may use; a ``none`` task needs no tool at all.
+KIND_TOOLS = {
+    "documents": {"search_documents"},
+    "calculate": {"calculate"},
+    "datetime": {"current_datetime"},
+    "note": {"save_note"},
+    "none": set(),
+}
+#: Tools that change something: run or proposed, each is a write the question must have asked for.
+WRITE_TOOLS = {"save_note", "save_to_workspace"}
+#: What only the machinery writes: a call's JSON, a code fence, a results digest line.
+MACHINERY = re.compile(
+    r'\{\s*"(?:name|arguments|tool)"\s*:|```|\b[a-z_]+\(\{.*?\}\) returned\b|^- [a-z_]+\(', re.M
+)
+#: A date written out ("December 4, 2026", "4 December 2026"): its numbers are the clock's, not figures.
+WRITTEN_DATE = re.compile(
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+    r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b|\b\d{1,2}\s+(?:January|February|March|April|May|June|July|"
+    r"August|September|October|November|December)\s+\d{4}\b"
+)
+
+
+def figures_of(text: str) -> list[float]:
+    """The figures a person reads in ``text``: its numbers outside dates and times of day."""
+    return numbers(WRITTEN_DATE.sub(" ", text))
+
+
+def strict_faults(task: Task, outcome: Outcome, calls: list[dict[str, Any]]) -> list[str]:
+    """What a person reading the turn would hold against it, besides a wrong result (empty: none).
+
+    - a figure in the answer or a note that is neither the question's nor the task's own;
+    - call JSON, a code fence or a results digest in the answer, a note or any reply shown as text;
+    - a write (run or proposed) the question did not ask for;
+    - a tool the task does not need.
+    """
+    faults = []
+    if task.figures is not None:
+        own = task.figures(outcome) if callable(task.figures) else task.figures
+        allowed = {*figures_of(task.prompt), *own}
+        for text in [outcome.answer, *outcome.notes]:
+            stray = [n for n in figures_of(text) if not any(abs(n - a) < 1e-6 for a in allowed)]
+            if stray:
+                faults.append(f"figure {stray[0]:g} is not the task's")
+                break
+    shown = [outcome.answer, *outcome.notes, *(str(c["args"]) for c in calls if c["name"] in WRITE_TOOLS)]
+    if any(MACHINERY.search(text) for text in shown if text):
+        faults.append("machinery shown")
+    needed = set().union(*(KIND_TOOLS.get(part, set()) for part in task.kind.split(">")))
+    unasked = sorted({c["name"] for c in calls if c["name"] in WRITE_TOOLS} - needed)
+    if unasked:
+        faults.append(f"unasked write {', '.join(unasked)}")
+    extra = sorted({c["name"] for c in calls} - needed - WRITE_TOOLS)
+    if extra:
+        faults.append(f"unneeded tool {', '.join(extra)}")
+    return faults
+
+
+def weekday_named(outcome: Outcome) -> bool:
+    """The answer names today's weekday and no other."""
+    days = {WEEKDAYS[outcome.started.weekday()], WEEKDAYS[outcome.ended.weekday()]}
+    named = {d for d in WEEKDAYS if d.lower() in outcome.answer.lower()}
+    return bool(named) and named <= days
+
+
+def date_said(outcome: Outcome) -> bool:
+    """The answer writes today's date."""
+    return any(d.lower() in outcome.answer.lower() for d in dates_of(outcome))
+
+
+def mentions(*words: str) -> Check:
+    """The answer holds each of these words (case ignored)."""
+    return lambda outcome: all(w.lower() in outcome.answer.lower() for w in words)
+
+
+def clock_figures(outcome: Outcome) -> set[float]:
+    """The numbers the clock gives during the task: the year, the day of the month, hours and minutes."""
+    found = this_year(outcome) | {float(outcome.started.day), float(outcome.ended.day)}
+    return found | minutes_since_midnight(outcome) | {float(n) for n in range(60)}
 
 
 TASKS = [
@@ -645,9 +740,52 @@ ENCORE = [
          "result in a note.",
          note_says(98), "a note with 98 (2 x 49)"),
 ]  # fmt: skip
+#: Written in stop 32 for the strict reading, before any change of that stop, and run untouched first: one
+#: per kind of two-step task, each with the figures a person may read in its answer.
+PERSON = [
+    Task("team-x5-year", "documents>calculate",
+         "@agent What would 5 installations of the Lanternfish Team plan cost per year, paid monthly?",
+         says(720), "720 (5 x 12 x 12 EUR)", {5, 12, 720, 60}),
+    Task("hobby-pages-x6", "documents>calculate",
+         "@agent How many status pages do 6 Lanternfish Hobby installations give in total?",
+         says(6), "6 (6 x 1)", {6, 1}),
+    Task("date-keep-note", "datetime>note", "@agent Keep today's date in a note for me.",
+         note_with_date, "a note with today's date", clock_figures),
+    Task("product-keep", "calculate>note", "@agent Work out 64 * 15 and keep the result in a note.",
+         note_says(960), "a note with 960", {960}),
+    Task("times-then-plus", "calculate>calculate", "@agent Multiply 36 by 25, then add 75 to the product.",
+         says(975), "975", {900, 975}),
+    Task("years-to-2050", "datetime>calculate",
+         "@agent What year is it, and how many years are left until 2050?",
+         says(lambda o: {2050 - y for y in this_year(o)}), "2050 - this year",
+         lambda o: clock_figures(o) | {2050 - y for y in this_year(o)}),
+    Task("refund-days-note", "documents>note",
+         "@agent Look up within how many days a Lanternfish refund can be asked for and save it in a note.",
+         note_says(30), "a note with 30", {30}),
+    Task("checks-x3-note", "documents>calculate>note",
+         "@agent Find how many checks the Lanternfish Hobby plan includes, multiply that by 3, and save the "
+         "result in a note.",
+         note_says(60), "a note with 60 (3 x 20)", {20, 60}),
+]  # fmt: skip
+#: One step or none, written with ``person`` and run untouched first: a sum, the weekday and the date, facts
+#: from the documents, and general knowledge that needs no tool. None asks for a write.
+SINGLE = [
+    Task("sum-only", "calculate", "@agent What is 348 + 579?", says(927), "927", {927}),
+    Task("share-only", "calculate", "@agent How much is 15% of 240?", says(36), "36", {36}),
+    Task("weekday-only", "datetime", "@agent What day of the week is it today?",
+         weekday_named, "today's weekday", clock_figures),
+    Task("date-only", "datetime", "@agent What is today's date?", date_said, "today's date", clock_figures),
+    Task("port-only", "documents", "@agent Which port does the Lanternfish web interface listen on?",
+         says(8640), "8640", {8640}),
+    Task("team-price-only", "documents", "@agent How much does the Lanternfish Team plan cost per month?",
+         says(12), "12 EUR", {12}),
+    Task("capital-only", "none", "@agent What is the capital of France?", mentions("Paris"), "Paris", set()),
+    Task("author-only", "none", "@agent Who wrote the play Romeo and Juliet?", mentions("Shakespeare"),
+         "Shakespeare", set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
-         "coda": CODA, "encore": ENCORE}  # fmt: skip
+         "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
@@ -695,6 +833,8 @@ class Result:
     server: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     replies: list[str] = field(default_factory=list)  # what the model wrote each round, before parsing
+    strict: bool = False  # done, as a person reads it: see strict_faults
+    faults: list[str] = field(default_factory=list)
 
 
 async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, history: bool) -> Result:
@@ -728,13 +868,17 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
     last = turn[-1] if turn else None
     answer = str(last.content) if isinstance(last, AIMessage) and not last.tool_calls else ""
     outcome = Outcome(answer, notes, started, ended)
+    ok = error is None and task.check(outcome)
+    faults = strict_faults(task, outcome, calls)
     return Result(
         model=model.short,
         split=split,
         id=task.id,
         kind=task.kind,
         prompt=task.prompt,
-        ok=error is None and task.check(outcome),
+        ok=ok,
+        strict=ok and not faults,
+        faults=faults,
         answer=answer,
         notes=notes,
         calls=calls,
@@ -782,6 +926,8 @@ def summary(model: str, split: str, results: list[Result]) -> dict[str, Any]:
         "split": split,
         "n": len(results),
         "done": sum(r.ok for r in results) / n,
+        "strict": sum(r.strict for r in results) / n,
+        "faults": sum(bool(r.faults) for r in results),
         "calls": sum(len(r.calls) for r in results) / n,
         "rounds": sum(r.rounds for r in results) / n,
         "seconds": seconds,
@@ -794,15 +940,18 @@ def summary(model: str, split: str, results: list[Result]) -> dict[str, Any]:
 def print_table(rows: list[dict[str, Any]]) -> None:
     """The figures per model and split."""
     print(
-        f"\n{'model':<6} {'split':<9} {'n':>3} {'done':>6} {'calls/task':>10} {'rounds/task':>11} "
+        f"\n{'model':<6} {'split':<9} {'n':>3} {'done':>6} {'strict':>6} {'calls/task':>10} "
+        f"{'rounds/task':>11} "
         f"{'s/task':>7} {'tokens read/task':>16} {'baseline s':>10} {'ratio':>6}"
     )
     for r in rows:
         print(
-            f"{r['model']:<6} {r['split']:<9} {r['n']:>3} {r['done']:>6.0%} {r['calls']:>10.2f} "
+            f"{r['model']:<6} {r['split']:<9} {r['n']:>3} {r['done']:>6.0%} {r['strict']:>6.0%} "
+            f"{r['calls']:>10.2f} "
             f"{r['rounds']:>11.2f} {r['seconds']:>7.1f} {r['read']:>16.0f} "
             + (f"{r['baseline']:>10.1f} {r['ratio']:>5.1f}x" if r["baseline"] else f"{'-':>10} {'-':>6}")
         )
+    print("done: the check's number or note; strict: done, and read as a person reads it (strict_faults)")
     print("ratio: each task's seconds over the one-call baselines run just before and after it, averaged")
 
 
@@ -852,7 +1001,9 @@ def show(i: int, total: int, result: Result) -> None:
     shown += f" (+{result.invalid} invalid)" if result.invalid else ""
     said = (result.notes[-1] if result.notes else result.answer).replace("\n", " ")
     print(
-        f"  [{i}/{total}] {result.id:<17} {'ok ' if result.ok else 'BAD'} {result.seconds:6.1f} s  "
+        f"  [{i}/{total}] {result.id:<17} {'ok ' if result.ok else 'BAD'}"
+        f"{'' if result.strict or not result.ok else ' (strict: ' + '; '.join(result.faults) + ')'}"
+        f" {result.seconds:6.1f} s  "
         f"{result.rounds} round(s): {shown}  -> {said[:70]!r}"
         + (f"  {result.error[:80]}" if result.error else ""),
         flush=True,
@@ -867,8 +1018,13 @@ def rescore(path: Path) -> None:
     for row in rows:
         started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
         outcome = Outcome(row["answer"], row["notes"], started, ended)
-        row["ok"] = row["error"] is None and by_id[row["id"]].check(outcome)
-        print(f"  {row['model']:<5} {row['id']:<17} {'ok ' if row['ok'] else 'BAD'}")
+        task = by_id[row["id"]]
+        row["ok"] = row["error"] is None and task.check(outcome)
+        row["faults"] = strict_faults(task, outcome, row["calls"])
+        row["strict"] = row["ok"] and not row["faults"]
+        print(
+            f"  {row['model']:<5} {row['id']:<17} {'ok ' if row['ok'] else 'BAD'} {'; '.join(row['faults'])}"
+        )
         results.append(Result(**{"invalid": 0, **row}))  # older files did not count invalid calls
     table = []
     for model in dict.fromkeys(r.model for r in results):
