@@ -2,8 +2,8 @@
 
 Reads top to bottom like DESIGN §1: route (A3) → [ingest_uploads (I2), only for a message carrying files]
 → load_history (B4) ∥ retrieve (B8) ∥ recall (M2) → trim (B11) → call_model (C1, G2) → approve (D3, D21)
-→ execute_tool × n (C10) → trim → … → finish (G1). History, documents and memories are independent
-reads, so they run side by side and trim waits for all.
+→ execute_tool × n (C10) → trim → … → check_figures (G3) → finish (G1). History, documents and memories are
+independent reads, so they run side by side and trim waits for all.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ..checkpoints.chatlog import PostgresRecords, Records
 from ..checkpoints.chunks import DocumentStore
 from ..nodes.approve import approve
 from ..nodes.call_model import call_model, route_after_model
+from ..nodes.check_figures import check_figures
 from ..nodes.finish import finish
 from ..nodes.history import load_history
 from ..nodes.recall import recall
@@ -86,6 +87,7 @@ def build_graph(
     builder.add_node("recall", node(partial(recall, services=services)))
     builder.add_node("trim", node(trim))
     builder.add_node("call_model", node(partial(call_model, services=services)))
+    builder.add_node("check_figures", node(partial(check_figures, services=services)))
     builder.add_node("approve", node(partial(approve, services=services)))
     builder.add_node("execute_tool", node(partial(execute_tool, services=services)))
     builder.add_node("finish", node(partial(finish, services=services)))
@@ -96,7 +98,10 @@ def build_graph(
         builder.add_edge("ingest_uploads", after)
     builder.add_edge(["load_history", "retrieve", "recall"], "trim")
     builder.add_conditional_edges("trim", router(route_after_trim), ["call_model", "finish"])
-    builder.add_conditional_edges("call_model", router(route_after_model), ["approve", "finish"])
+    builder.add_conditional_edges(
+        "call_model", router(route_after_model), ["approve", "check_figures", "finish"]
+    )
+    builder.add_edge("check_figures", "finish")
     builder.add_conditional_edges("approve", router(route_tool_calls), ["execute_tool", "trim"])
     builder.add_edge("execute_tool", "trim")
     builder.add_edge("finish", END)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 
 from ..providers.tokens import message_text
 
@@ -171,3 +171,17 @@ def conversation(
     if limit is not None:
         history = history[-limit:] if limit > 0 else []
     return history, list(messages[start:])
+
+
+def results_in_words(turn: Sequence[BaseMessage], limit: int = 400) -> list[str]:
+    """The turn's tool results as a person reads them: a line per result, the tool's name and its words.
+
+    Never a call's arguments or JSON: this is what a person is shown when the model's own answer cannot be
+    (a call that could not run, figures no source holds), so it must not read like the machinery.
+    """
+    names = {c["id"]: c["name"] for m in turn if isinstance(m, AIMessage) for c in m.tool_calls}
+    return [
+        f"- {names.get(m.tool_call_id) or m.name or 'a tool'}: {' '.join(message_text(m).split())[:limit]}"
+        for m in turn
+        if isinstance(m, ToolMessage) and m.status != "error"
+    ]

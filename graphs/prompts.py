@@ -136,3 +136,17 @@ Reply with JSON only, in this form:
 {"memories": [{"action": "create", "scope": "workspace", "content": "The user ..."}, \
 {"action": "update", "scope": "global", "update_id": 12, "content": "The user ..."}]}
 Reply {"memories": []} when nothing should change."""
+#: Asked of the model once when its answer after tool results states figures that no source holds, or shows
+#: a call or the results' digest (G3); ``problem`` says which.
+ASK_AGAIN_FIGURES = (
+    "You answered: {answer!r}\n"
+    "That {problem}.\n"
+    "{results}\n"
+    "Answer the question again in one or two plain sentences, stating only figures these results, the "
+    "question or the documents give, without code."
+)
+#: The problems ``ASK_AGAIN_FIGURES`` names.
+STRAY_FIGURES = "states {figures}, which neither the tool results nor the question nor the documents hold"
+SHOWS_MACHINERY = "shows a tool call or the tools' raw results, which the person must never read"
+#: Heads the tool results as a person reads them, when a turn's answer is given in the tools' own words.
+RESULTS_IN_WORDS = "The tools returned:\n"

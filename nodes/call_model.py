@@ -204,9 +204,12 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     return {"messages": [response], "decisions": decisions, "stop_reason": stop_reason}
 
 
-def route_after_model(state: AgentState) -> Literal["approve", "finish"]:
-    """G1: tool calls go to approval; a text reply, a reply cut off, or one past the budget ends the turn."""
+def route_after_model(state: AgentState) -> Literal["approve", "check_figures", "finish"]:
+    """G1: tool calls go to approval; a text reply has its figures checked (G3), then ends the turn.
+
+    A reply cut off, or one past the budget, ends the turn as it stands.
+    """
     last = state["messages"][-1]
     if state.get("stop_reason") in ("max_tokens", "max_tool_calls") or not isinstance(last, AIMessage):
         return "finish"
-    return "approve" if (last.tool_calls or last.invalid_tool_calls) else "finish"
+    return "approve" if (last.tool_calls or last.invalid_tool_calls) else "check_figures"

@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
+from ...graphs.conversation import results_in_words
 from ...graphs.prompts import ASK_ANSWER, ASK_NEXT_STEP, HELD, NAMED_UNUSED, RESULTS_HEADER, SLOT, WAITING
 from ..tokens import count, count_messages, message_text
 from .call_grammar import TEXT_GRAMMAR, call_grammar
@@ -399,7 +400,8 @@ def withheld_call(messages: list[BaseMessage], why: str) -> str:
         messages: The turn's messages, for the results it already has.
         why: Why no call could run (the budget spent, no such tool).
     """
-    lines = _result_lines(messages)
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    lines = results_in_words(messages[start + 1 :])
     found = "\n\nWhat the tools returned before that:\n" + "\n".join(lines) if lines else ""
     return f"I could not finish this: my next step was another tool call, and {why}.{found}"
 

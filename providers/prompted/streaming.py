@@ -2,11 +2,13 @@
 
 LangGraph streams a chat model's tokens to ``stream_mode="messages"`` through its callbacks. A prompted reply
 cannot go that way as it comes: until its first characters arrive nobody knows whether it is an answer or a
-list of calls, and calls must never reach a person as text. So the request is sent untagged for streaming,
-its chunks are read here, and once the first characters show text (under the call grammar a list of calls
-starts with ``[``, ``{`` or a fenced JSON block, text with anything else) the chunks so far and every later
-one are handed to the turn's callbacks as one chat model run of their own. Clients see an ordinary streamed
-message; the final message carries the same id, so it is not shown twice.
+list of calls, and calls must never reach a person as text. Nor may a text reply that goes on with a call or
+copies the results' digest: from its first brace or code fence on, the rest is held back (``safe_end``).
+So the request is sent untagged for streaming, its chunks are read here, and once the first characters show
+text (under the call grammar a list of calls starts with ``[``, ``{`` or a fenced JSON block, text with
+anything else) the chunks so far and every later one are handed to the turn's callbacks as one chat model
+run of their own. Clients see an ordinary streamed message; the final message carries the same id, so it is
+not shown twice.
 
 While nothing shows yet the model is reading a prompt that can take a minute on two cores: the call also
 writes ``{"progress": "reading"}`` when it is sent and ``{"progress": "writing"}`` at its first token to the
@@ -26,6 +28,11 @@ from langgraph.config import get_config, get_stream_writer
 from ..tokens import message_text
 
 FENCE = "```json"
+#: Where the machinery may begin inside a text reply: a code fence, or a brace (a call's JSON, a digest line
+#: ``- calculate({...}) returned: ...``). Prose needs neither, so the text from the first of them on is held
+#: back from the stream; the finished reply reaches the person through the turn's state, where the graph has
+#: read the call out of it or put the answer in words.
+HOLD_FROM = ("```", "{")
 
 
 def progress(phase: str, **details: Any) -> None:
@@ -35,6 +42,18 @@ def progress(phase: str, **details: Any) -> None:
     except RuntimeError:
         return
     writer({"progress": phase, **details})
+
+
+def safe_end(text: str) -> int:
+    """How much of a text reply may stream: up to where the machinery may begin (``HOLD_FROM``).
+
+    A marker not yet whole at the end (a lone backtick) is held back too, until the next chunk tells.
+    """
+    found = [i for i in (text.find(marker) for marker in HOLD_FROM) if i >= 0]
+    if found:
+        return min(found)
+    tail = next((n for n in range(2, 0, -1) if text.endswith("`" * n)), 0)
+    return len(text) - tail
 
 
 def reply_kind(text: str) -> Literal["text", "calls"] | None:
@@ -67,9 +86,11 @@ class _Relay:
         runs = await manager.on_chat_model_start({"name": "prompted-answer"}, [prompt], run_id=uuid4())
         return cls(runs[0], message_id)
 
-    async def send(self, chunk: AIMessageChunk) -> None:
-        chunk = chunk.model_copy(update={"id": self.id})
-        await self.run.on_llm_new_token(message_text(chunk), chunk=ChatGenerationChunk(message=chunk))
+    async def send(self, text: str) -> None:
+        if not text:
+            return
+        chunk = AIMessageChunk(content=text, id=self.id)
+        await self.run.on_llm_new_token(text, chunk=ChatGenerationChunk(message=chunk))
 
     async def close(self, message: AIMessage) -> None:
         await self.run.on_llm_end(LLMResult(generations=[[ChatGeneration(message=message)]]))
@@ -93,6 +114,7 @@ async def ask(
     whole: AIMessageChunk | None = None
     relay: _Relay | None = None
     kind = None if show_text else "calls"
+    sent = 0  # characters of the reply streamed so far
     async for chunk in caller.astream(prompt):
         if whole is None:
             progress("writing")
@@ -100,13 +122,18 @@ async def ask(
         if kind is None and (kind := reply_kind(message_text(whole))) == "text":
             whole.id = whole.id or f"prompted-{uuid4()}"
             relay = await _Relay.open(prompt, whole.id)
-            chunk = whole  # what was held back while the kind was unknown goes out first
-        if relay is not None:
-            await relay.send(chunk)
+        if relay is not None:  # what was held back while the kind was unknown goes out first
+            text = message_text(whole)
+            end = max(safe_end(text), sent)
+            await relay.send(text[sent:end])
+            sent = end
     if whole is None:
         raise RuntimeError("the model sent no reply at all")
     message = message_chunk_to_message(whole)
     assert isinstance(message, AIMessage)
     if relay is not None:
+        text = message_text(message)
+        if not any(marker in text for marker in HOLD_FROM):
+            await relay.send(text[sent:])  # the end held back in case a marker began there
         await relay.close(message)
     return message

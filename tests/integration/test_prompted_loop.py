@@ -307,6 +307,29 @@ async def test_a_text_reply_under_the_grammar_streams_in_chunks_and_a_call_reply
     )
 
 
+async def test_a_prose_reply_quoting_a_call_never_streams_its_json(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver, tools=key_tools(tmp_path / "runs.jsonl"))
+    call = '[{"name": "lookup", "arguments": {"key": "alpha"}}]'
+    quoted = f"You can use the lookup tool. Here is the call:\n```json\n{call}\n```"
+    answer = "The value of alpha is 7341."
+    llm.push(text_reply(quoted), calls(("lookup", {"key": "alpha"})), text_reply(answer))
+    streamed = []
+    async for message, meta in graph.astream(
+        user_message("@agent what is alpha?"), thread, context=prompted(workspace), stream_mode="messages"
+    ):
+        if meta["langgraph_node"] == "call_model" and message.content:
+            streamed.append(message.content)
+    shown = "".join(streamed)
+    assert "```" not in shown and "{" not in shown and '"name"' not in shown, shown
+    assert shown.startswith("You can use the lookup tool.") and shown.endswith(answer)
+    values = (await graph.aget_state(thread)).values
+    assert values["messages"][-1].content == answer
+    assert [d for d in decisions_of(values, "C1") if d["outcome"] == "described call asked for"]
+
+
 async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_writes_it(
     llm, saver, workspace, thread, tmp_path, monkeypatch
 ):

@@ -1,0 +1,126 @@
+"""G3 — does the answer state only figures the tools, the documents or the question hold? It is checked.
+
+A small model reads its tools' results and then writes its own number: ``calculate`` returned 720 and the
+1.5B answered "5 installations cost 60 EUR per year"; it called the 7-month total "the monthly price". Code
+can tell such a figure from one it was given, so it checks before the answer ends the turn: every number in
+the answer must be found in the tool results of this turn, the prompt the model read (the documents given,
+the question, the earlier exchanges, the date) or be a small count. A figure none of them holds is not shown
+as fact: the model is asked once more, without tools, with the difference named; if its second answer still
+states one, the person reads the tools' results in plain words instead. An answer that shows the machinery
+(a call's JSON, a code fence, a line of the results' digest, which the 1.5B copied from its prompt) is held
+back the same way. Only turns in which a tool ran are checked: without results there is nothing to hold a
+figure against but the model's own knowledge.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from ..graphs.context import Context
+from ..graphs.conversation import results_in_words, turn_start
+from ..graphs.plan import assemble
+from ..graphs.prompts import ASK_AGAIN_FIGURES, RESULTS_IN_WORDS, SHOWS_MACHINERY, STRAY_FIGURES
+from ..graphs.services import Services
+from ..graphs.state import AgentState, decision
+from ..providers.prompted.call_grammar import TEXT_GRAMMAR
+from ..providers.tokens import message_text
+
+#: Dates and times of day, whose parts are the clock's, not figures: "2026-12-04", "14:05", "December 4".
+CLOCK = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:[+-]\d{2}:?\d{2}|Z)?)?"
+    r"|\d{1,2}:\d{2}(?::\d{2})?"
+    r"|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+    r"\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?"
+)
+#: A number as written in prose: ``720``, ``2,160``, ``3.5``, ``-4``; not a part of a word or an identifier.
+NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+#: What only the machinery writes: a call's JSON, a code fence, a line of the results' digest.
+MACHINERY = re.compile(
+    r'```|\{\s*"(?:name|arguments|args)"\s*:|^\s*- [\w-]+\(.*\) (?:returned|was not run)', re.M
+)
+#: Counts a sentence uses without stating a figure ("2 steps", "the 3 results", list markers).
+SMALL = 10
+
+
+def figures(text: str) -> set[float]:
+    """The numbers written in ``text`` outside dates and times; thousands separators read through."""
+    found = set()
+    for raw in NUMBER.findall(CLOCK.sub(" ", text)):
+        try:
+            found.add(float(raw.replace(",", "").rstrip(".")))
+        except ValueError:
+            continue
+    return found
+
+
+def unsupported(answer: str, sources: str) -> list[float]:
+    """The figures of ``answer`` that ``sources`` does not hold (small counts aside), in order of value."""
+    given = figures(sources)
+    return sorted(n for n in figures(answer) if abs(n) > SMALL and not any(abs(n - g) < 1e-9 for g in given))
+
+
+def _shown(value: float) -> str:
+    return f"{value:g}" if value != int(value) else str(int(value))
+
+
+def problems(answer: str, sources: str) -> tuple[list[float], bool]:
+    """What keeps an answer from the person: figures no source holds, and whether it shows the machinery."""
+    return unsupported(answer, sources), bool(MACHINERY.search(answer))
+
+
+def _problem(stray: list[float], shows: bool) -> str:
+    named = STRAY_FIGURES.format(figures=", ".join(_shown(n) for n in stray)) if stray else ""
+    return " and ".join(p for p in (named, SHOWS_MACHINERY if shows else "") if p)
+
+
+async def _ask_again(state: AgentState, ctx: Context, services: Services, answer: str, problem: str) -> str:
+    """The model's answer written again, without tools, told what is wrong with it and what the tools gave."""
+    messages = state["messages"]
+    request: list[BaseMessage] = assemble(state["plan"], messages)
+    system = [m for m in request[:1] if isinstance(m, SystemMessage)]
+    question = next((m for m in reversed(request) if isinstance(m, HumanMessage)), HumanMessage(""))
+    words = RESULTS_IN_WORDS + "\n".join(results_in_words(messages[turn_start(messages) :]))
+    ask = ASK_AGAIN_FIGURES.format(answer=answer, problem=problem, results=words)
+    prompt = [*system, HumanMessage(message_text(question) + "\n\n" + ask)]
+    options: dict[str, Any] = {"max_tokens": ctx.max_tokens or ctx.reply_reserve}
+    if services.call_grammar() and not ctx.native_tool_calling:
+        options["extra_body"] = {"grammar": TEXT_GRAMMAR}
+    reply = await services.chat_model(ctx).bind(**options).ainvoke(prompt)
+    return message_text(reply).strip()
+
+
+async def check_figures(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
+    """G3: an answer after tool results states only figures they, the prompt or the question hold, in words.
+
+    The check is code; the second answer is the model's; the fallback is the tools' own words. Each is a
+    decision in the trace, with what was at fault.
+    """
+    messages = state["messages"]
+    last = messages[-1]
+    turn = messages[turn_start(messages) :]
+    ran = [m for m in turn if isinstance(m, ToolMessage) and m.status != "error"]
+    if not isinstance(last, AIMessage) or last.tool_calls or last.invalid_tool_calls or not ran:
+        return {}
+    answer = message_text(last)
+    request = assemble(state["plan"], messages[: len(messages) - 1])
+    sources = "\n".join([*(message_text(m) for m in request), *(message_text(m) for m in ran)])
+    stray, shows = problems(answer, sources)
+    if not stray and not shows:
+        why = "every figure of the answer is in the tool results, the documents or the question"
+        return {"decisions": [decision("G3", "code", "agrees", why)]}
+    problem = _problem(stray, shows)
+    found = {"asked_again": stray, **({"machinery": True} if shows else {})}
+    notes = [decision("G3", "code", found, f"the answer {problem}")]
+    again = await _ask_again(state, runtime.context, services, answer, problem)
+    still = problems(again, sources) if again else (stray, shows)
+    if again and not still[0] and not still[1]:
+        notes.append(decision("G3", "model", "answered again", "the second answer holds only what was given"))
+        text = again
+    else:
+        notes.append(decision("G3", "code", "results shown", f"the second answer {_problem(*still)}"))
+        text = RESULTS_IN_WORDS + "\n".join(results_in_words(turn))
+    return {"messages": [last.model_copy(update={"content": text})], "decisions": notes}

@@ -1,0 +1,85 @@
+"""G3 end to end: an answer that states a figure its tools contradict is asked again, never kept as fact.
+
+The scripted OpenAI-compatible server plays the 1.5B of issue 33: ``calculate`` returns 720 and the model
+answers 60. The real graph on the embedded PostgreSQL checks the answer's figures against the tool results,
+the prompt and the question, and records each step as a G3 decision.
+"""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage
+
+from tests.support.helpers import decisions_of, user_message
+from workspace_agent.graphs.agent import build_graph
+from workspace_agent.graphs.context import Context
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
+
+QUESTION = "@agent what would 5 installations of the Team plan cost per year? It is 12 EUR a month."
+CALCULATE = tool_reply(("calculate", {"expression": "(12 * 12) * 5"}))
+
+
+async def turn(llm, saver, workspace, thread, *replies) -> dict:
+    llm.push(CALCULATE, *replies)
+    graph = build_graph(checkpointer=saver)
+    return await graph.ainvoke(user_message(QUESTION), thread, context=Context(workspace=workspace))
+
+
+async def test_a_figure_the_tools_contradict_is_asked_again_and_the_second_answer_kept(
+    llm, saver, workspace, thread
+):
+    out = await turn(
+        llm, saver, workspace, thread,
+        text_reply("5 installations of the Team plan cost 60 EUR per year."),
+        text_reply("5 installations of the Team plan cost 720 EUR per year."),
+    )  # fmt: skip
+    assert out["messages"][-1].content == "5 installations of the Team plan cost 720 EUR per year."
+    assert [m.content for m in out["messages"] if isinstance(m, AIMessage) and "60 EUR" in m.content] == []
+    asked, answered = decisions_of(out, "G3")
+    assert asked["outcome"] == {"asked_again": [60.0]} and asked["decided_by"] == "code"
+    assert answered["outcome"] == "answered again" and answered["decided_by"] == "model"
+    again = llm.requests[-1]
+    assert "tools" not in again or not again["tools"], "asked again without tools"
+    ask = again["messages"][-1]["content"]
+    assert "60" in ask and "calculate: 720" in ask, "the difference and the results are named"
+
+
+async def test_when_the_second_answer_still_disagrees_the_person_reads_the_results(
+    llm, saver, workspace, thread
+):
+    out = await turn(
+        llm, saver, workspace, thread,
+        text_reply("That is 60 EUR per year."),
+        text_reply("Sorry: it is 84 EUR per year."),
+    )  # fmt: skip
+    answer = out["messages"][-1].content
+    assert answer == "The tools returned:\n- calculate: 720"
+    assert "60" not in answer and "84" not in answer
+    assert decisions_of(out, "G3")[-1]["outcome"] == "results shown"
+    assert out["stop_reason"] == "answered"
+
+
+async def test_an_answer_that_agrees_is_kept_with_one_model_call(llm, saver, workspace, thread):
+    out = await turn(llm, saver, workspace, thread, text_reply("It costs 720 EUR a year for all 5."))
+    assert out["messages"][-1].content == "It costs 720 EUR a year for all 5."
+    assert [d["outcome"] for d in decisions_of(out, "G3")] == ["agrees"]
+    assert len(llm.requests) == 2
+
+
+async def test_an_answer_without_tool_results_is_not_checked(llm, saver, workspace, thread):
+    llm.push(text_reply("Paris has about 2,100,000 inhabitants."))
+    graph = build_graph(checkpointer=saver)
+    out = await graph.ainvoke(
+        user_message("@agent How big is Paris?"), thread, context=Context(workspace=workspace)
+    )
+    assert out["messages"][-1].content == "Paris has about 2,100,000 inhabitants."
+    assert decisions_of(out, "G3") == []
+
+
+async def test_an_answer_that_copies_the_results_digest_is_asked_again(llm, saver, workspace, thread):
+    out = await turn(
+        llm, saver, workspace, thread,
+        text_reply('- calculate({"expression": "(12 * 12) * 5"}) returned: 720'),
+        text_reply("Five installations cost 720 EUR per year."),
+    )  # fmt: skip
+    assert out["messages"][-1].content == "Five installations cost 720 EUR per year."
+    assert decisions_of(out, "G3")[0]["outcome"] == {"asked_again": [], "machinery": True}
