@@ -1035,6 +1035,25 @@ def rescore(path: Path) -> None:
     print_table(table)
 
 
+def _without_named_unused() -> None:
+    from workspace_agent.nodes import call_model
+
+    call_model.named_unused = lambda *_args: []  # type: ignore[assignment]
+
+
+def _without_check_figures() -> None:
+    from workspace_agent.nodes import check_figures
+
+    check_figures.problems = lambda *_args: ([], False)  # type: ignore[assignment]
+
+
+#: Rules of the prompted loop and the graph that ``--without`` switches off for one run.
+RULES: dict[str, Callable[[], None]] = {
+    "named_unused": _without_named_unused,
+    "check_figures": _without_check_figures,
+}
+
+
 def main() -> None:
     """Parse the options and run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -1048,7 +1067,15 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="JSONL details (default: the data folder's bench/)")
     parser.add_argument("--results", choices=["digest", "messages"], default=None, help=RESULTS_HELP)
     parser.add_argument("--rescore", default=None, help="check an earlier run's JSONL again instead")
+    parser.add_argument(
+        "--without", default="", help=f"rules switched off, to measure each on its own: {', '.join(RULES)}"
+    )
     options = parser.parse_args()
+    for rule in filter(None, options.without.split(",")):
+        if rule not in RULES:
+            raise SystemExit(f"--without: no rule {rule!r} (rules: {', '.join(RULES)})")
+        RULES[rule]()
+        print(f"without {rule}", flush=True)
     if options.rescore:
         rescore(Path(options.rescore))
     else:

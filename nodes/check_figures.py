@@ -46,10 +46,16 @@ MACHINERY = re.compile(
 SMALL = 10
 
 
-def figures(text: str) -> set[float]:
-    """The numbers written in ``text`` outside dates and times; thousands separators read through."""
+def figures(text: str, *, clock: bool = True) -> set[float]:
+    """The numbers written in ``text``; thousands separators read through.
+
+    Args:
+        text: What is read.
+        clock: Read the numbers of dates and times too. An answer's are not figures ("December 4" states no
+            4 of anything), but a source's are: "2026-12-04" holds the year an answer may state.
+    """
     found = set()
-    for raw in NUMBER.findall(CLOCK.sub(" ", text)):
+    for raw in NUMBER.findall(text if clock else CLOCK.sub(" ", text)):
         try:
             found.add(float(raw.replace(",", "").rstrip(".")))
         except ValueError:

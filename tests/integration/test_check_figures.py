@@ -83,3 +83,16 @@ async def test_an_answer_that_copies_the_results_digest_is_asked_again(llm, save
     )  # fmt: skip
     assert out["messages"][-1].content == "Five installations cost 720 EUR per year."
     assert decisions_of(out, "G3")[0]["outcome"] == {"asked_again": [], "machinery": True}
+
+
+async def test_a_year_read_from_the_clock_is_a_given_figure(llm, saver, workspace, thread):
+    llm.push(
+        tool_reply(("current_datetime", {})),
+        tool_reply(("calculate", {"expression": "2050 - 2026"})),
+        text_reply("It is 2026 now, on December 4, and 24 years are left until 2050."),
+    )
+    graph = build_graph(checkpointer=saver)
+    question = "@agent What year is it, and how many years are left until 2050?"
+    out = await graph.ainvoke(user_message(question), thread, context=Context(workspace=workspace))
+    assert out["messages"][-1].content.startswith("It is 2026 now")
+    assert [d["outcome"] for d in decisions_of(out, "G3")] == ["agrees"]
