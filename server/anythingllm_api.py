@@ -46,8 +46,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from ..checkpoints.chunks import DocumentStore
+from ..graphs.approval import ResumeError, checked_decisions
 from ..graphs.context import Context, ContextError, document_scope
-from ..nodes.uploads import MIME_SUFFIXES, total_cap, upload_limit
+from ..nodes.uploads import MIME_SUFFIXES, upload_limit
 from ..skills.documents import index_document, search
 from ..skills.extraction import extract_bounded
 from ..skills.loaders import SUPPORTED_SUFFIXES, content_hash
@@ -55,7 +56,9 @@ from .http_common import (
     RouteError,
     assistant_for,
     caller,
+    check_message,
     read_json,
+    refused_message,
     server_client,
     workspace_assistants,
     workspace_of,
@@ -157,11 +160,6 @@ async def client_of(request: Request) -> AsyncIterator[LangGraphClient]:
     finally:
         with anyio.CancelScope(shield=True):  # also when the caller's disconnect cancelled the request
             await client.http.client.aclose()
-
-
-def chat_body_limit() -> int:
-    """The largest chat body: its attachments' cap (``UPLOAD_MAX_TOTAL_BYTES``) as base64, plus the text."""
-    return total_cap() * 4 // 3 + SMALL_BODY
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -322,23 +320,26 @@ def chat_request(body: dict[str, Any]) -> dict[str, Any]:
         raise ApiError(400, abort("message must be a string"))
     if mode is not None and mode not in VALID_MODES:
         raise ApiError(400, abort(f"{mode} is not a valid mode."))
-    if decisions is not None and (
-        not isinstance(decisions, list)
-        or not all(isinstance(d, dict) and d.get("type") in DECISIONS for d in decisions)
-    ):
-        raise ApiError(400, abort('decisions must be a list of {"type": "approve" | "edit" | "reject", ...}'))
+    if decisions is not None:
+        try:
+            decisions = checked_decisions(decisions)
+        except ResumeError as exc:
+            raise ApiError(400, abort(f"decisions: {exc}")) from None
     attachments = body.get("attachments") or []
     if not isinstance(attachments, list):
         raise ApiError(400, abort("attachments must be a list"))
     reset = body.get("reset") is True
     if not message and not decisions and not reset:
         raise ApiError(400, abort("Message is empty"))
+    blocks = [attachment_block(a) for a in attachments]
+    if message and not decisions:  # the turn's message: what the graph's first node would refuse
+        check_message(message_content(message, blocks), "message")
     session = body.get("sessionId")
     return {
         "message": message,
         "mode": mode,
         "decisions": decisions,
-        "blocks": [attachment_block(a) for a in attachments],
+        "blocks": blocks,
         "reset": reset,
         "session": "" if session in (None, "") else str(session),
     }
@@ -351,10 +352,13 @@ def run_payload(parts: dict[str, Any], slug: str) -> dict[str, Any]:
         context["chat_mode"] = parts["mode"]
     if parts["decisions"]:
         return {"command": {"resume": {"decisions": parts["decisions"]}}, "context": context}
-    content: Any = parts["message"]
-    if parts["blocks"]:
-        content = [{"type": "text", "text": parts["message"]}, *parts["blocks"]]
+    content = message_content(parts["message"], parts["blocks"])
     return {"input": {"messages": [{"role": "user", "content": content}]}, "context": context}
+
+
+def message_content(message: str, blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """The user message's content as the graph takes it: the text, with the attachments' blocks after it."""
+    return [{"type": "text", "text": message}, *blocks] if blocks else message
 
 
 def text_of(content: Any) -> str:
@@ -442,21 +446,33 @@ async def start_chat(
 ) -> tuple[dict[str, Any], dict[str, Any], str | None]:
     """Check the caller, body, workspace and conversation; return the request's parts, its run and thread.
 
-    The thread is ``None`` for a reset without a message (the new conversation waits for one).
+    The thread is ``None`` for a reset without a message (the new conversation waits for one). The body is
+    capped as ``/v1``'s is (``MAX_BODY_BYTES``), by its declared length and as it streams in.
+
+    Decisions answer an approval a conversation already waits for, so they never start one: a session
+    with no thread of the caller's (another user's session is none of theirs) is unknown, 404, as an
+    unknown thread slug is, and a conversation waiting for no approval is 409; nothing runs either way
+    (a resume of a thread with nothing to resume fails on the server).
     """
     await caller(request)
-    parts = chat_request(await read_json(request, chat_body_limit()))
+    parts = chat_request(await read_json(request))
     slug = request.path_params["slug"]
+    resuming = bool(parts["decisions"])
     async with client_of(request) as client:
         assistant = await workspace(client, slug)
         key, name = (SESSION_KEY, parts["session"]) if thread_slug is None else (THREAD_KEY, thread_slug)
-        opened = thread_slug is None and not parts["reset"]  # a session starts on its first message
+        opened = thread_slug is None and not parts["reset"] and not resuming  # started by a first message
         thread_id = await conversation(client, slug, key, name, create=opened)
         if thread_id is None and thread_slug is not None:
             raise ApiError(404, abort(f"Thread {thread_slug} not found."))
+        if thread_id is None and resuming:
+            raise ApiError(404, abort(f"No conversation {parts['session'] or '(the API one)'} in {slug}."))
         if parts["reset"]:
             thread_id = await conversation(client, slug, key, name, create=True, fresh=True)
             thread_id = thread_id if parts["message"] else None
+        if resuming and thread_id is not None:
+            if pending_of(dict(await client.threads.get_state(thread_id))) is None:
+                raise ApiError(409, abort("Nothing in this conversation waits for approval."))
     run = {"assistant_id": str(assistant.get("assistant_id") or GRAPH), **run_payload(parts, slug)}
     return parts, run, thread_id
 
@@ -476,6 +492,8 @@ async def chat_sync(request: Request, thread_slug: str | None) -> Response:
         result = await client.runs.wait(thread_id, assistant_id, raise_error=False, **run)
         if isinstance(result, dict) and result.get("__error__"):
             error = result["__error__"]
+            if (refused := refused_message(error)) is not None:  # the graph refused the client's message
+                raise ApiError(400, abort(refused))
             raise ApiError(500, abort(str(error.get("message") or error.get("error") or error)))
         state = await client.threads.get_state(thread_id)
     status, reply = final_reply(dict(state), str(uuid.uuid4()))

@@ -240,7 +240,12 @@ async def on_thread_access(ctx: Ctx, value: dict[str, Any]) -> Filter:
 
 @_handles(auth.on.assistants.update, auth.on.assistants.create)
 async def on_assistant_write(ctx: Ctx, value: dict[str, Any]) -> Filter:
-    """A workspace's settings: well-typed, the owner's, and never a run's own ``also_ask``."""
+    """A workspace's settings: well-typed, the owner's, and never a run's own ``also_ask``.
+
+    Typed by the graph's own context schema on create and update alike; an update that names no graph is
+    checked against every graph's (``policy.check_context_schema``). Handlers run with authentication off
+    too (``langgraph.json`` always names this module), so a keyless local server checks the same.
+    """
     if _is_service(ctx):
         _service_only(None, "writing assistants")
     owner = _owner(ctx)

@@ -10,6 +10,7 @@ server exactly as for any other client, and the threads made are the caller's.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -18,12 +19,21 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Assistant
 from starlette.requests import Request
 
+from ..graphs.conversation import ATTACHMENT_TYPES
+from ..nodes.route import MAX_MESSAGE_CHARS
+from ..providers.tokens import message_text
 from .auth import LOCAL_USER, SERVICE, api_keys, authenticate
 
-#: The largest request body the routes read (bytes); more is refused with 413 before it is parsed.
+#: The largest request body the routes read (bytes), a chat's on either API included; more is refused with
+#: 413 before it is parsed, by its declared length or as it streams in.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+#: The deepest nesting of arrays and objects a request body may have. No body of either API needs more
+#: than a handful of levels; the parser and the server's own encoder recurse, and fail far below 2,000.
+MAX_JSON_DEPTH = 32
 #: The headers that carry a caller's credentials, forwarded as they came to the server's own API.
 CREDENTIAL_HEADERS = ("x-api-key", "authorization")
+#: The error class a run fails with when the graph refuses the client's message (``nodes/route.py``).
+INVALID_MESSAGE = "InvalidMessage"
 
 
 class RouteError(Exception):
@@ -81,17 +91,75 @@ def server_url(request: Request) -> str:
 def server_client(request: Request) -> LangGraphClient:
     """A LangGraph SDK client of this very server, carrying the caller's credentials and nothing else.
 
-    ``api_key=None`` keeps the SDK from reading ``LANGGRAPH_API_KEY`` or ``LANGSMITH_API_KEY`` from the
-    server's environment: the runs must be the caller's, never the deployment's.
+    The SDK sends ``x-api-key`` itself and refuses it among extra headers, so a key that came as
+    ``x-api-key`` goes on as the SDK's ``api_key`` and ``Authorization`` as a header. Without an
+    ``x-api-key`` the key is ``None``, which keeps the SDK from reading ``LANGGRAPH_API_KEY`` or
+    ``LANGSMITH_API_KEY`` from the server's environment: the runs must be the caller's, never the
+    deployment's.
     """
-    return get_client(url=server_url(request), api_key=None, headers=credentials(request), timeout=None)
+    given = credentials(request)
+    key = given.pop("x-api-key", None) or None
+    return get_client(url=server_url(request), api_key=key, headers=given, timeout=None)
+
+
+TOO_DEEP = f"the request body nests arrays and objects deeper than {MAX_JSON_DEPTH} levels"
+NOT_TEXT = "the request body holds a lone surrogate (a \\ud800-\\udfff escape without its pair): no text"
+
+
+def body_problem(value: Any, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Why a parsed body is unusable (nested deeper than ``limit``, or a string that is no text), or ``None``.
+
+    Iterative because recursion is what fails on such values: a value the parser took (300 levels) still
+    breaks the server's own encoder and every recursive reader after it. A lone surrogate is valid JSON
+    but no text: no encoder takes it, so it could reach neither the server nor the database.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = itertools.chain(node, node.values())
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        for child in children:
+            if isinstance(child, str):
+                try:
+                    child.encode("utf-8")
+                except UnicodeEncodeError:
+                    return NOT_TEXT
+            elif isinstance(child, (dict, list)):
+                if depth >= limit:
+                    return TOO_DEEP
+                stack.append((child, depth + 1))
+    return None
+
+
+def parse_json(body: bytes) -> dict[str, Any]:
+    """A request body as a JSON object no deeper than ``MAX_JSON_DEPTH``, its strings all text.
+
+    Raises:
+        RouteError: 400 naming what is wrong: not JSON, nested too deep, no text, or not an object.
+    """
+    try:
+        value = json.loads(body or b"null")
+    except RecursionError:  # the parser's own limit, far deeper than ours
+        raise RouteError(400, TOO_DEEP, "too_deep") from None
+    except (ValueError, UnicodeDecodeError):
+        raise RouteError(400, "the request body is not valid JSON", "invalid_json") from None
+    if not isinstance(value, dict):
+        raise RouteError(400, "the request body must be a JSON object", "invalid_request")
+    if problem := body_problem(value):
+        raise RouteError(400, problem, "too_deep" if problem == TOO_DEEP else "invalid_text")
+    return value
 
 
 async def read_json(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
-    """The request's JSON object, read up to ``limit`` bytes.
+    """The request's JSON object, read up to ``limit`` bytes and no deeper than ``MAX_JSON_DEPTH``.
 
     Raises:
-        RouteError: 413 for a larger body (declared or streamed), 400 for anything but a JSON object.
+        RouteError: 413 for a larger body (declared or streamed), 400 for anything but a JSON object or
+            for one nested too deep.
     """
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
@@ -101,13 +169,62 @@ async def read_json(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, 
         body += chunk
         if len(body) > limit:
             raise RouteError(413, f"the request body is over {limit} bytes", "request_too_large")
-    try:
-        value = json.loads(body or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise RouteError(400, "the request body is not valid JSON", "invalid_json") from None
-    if not isinstance(value, dict):
-        raise RouteError(400, "the request body must be a JSON object", "invalid_request")
-    return value
+    return parse_json(bytes(body))
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether any string in ``value`` (a message's content) holds a NUL, which PostgreSQL text cannot."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str) and "\x00" in node:
+            return True
+        stack.extend(node.values() if isinstance(node, dict) else node if isinstance(node, list) else ())
+    return False
+
+
+def check_message(content: Any, field: str) -> None:
+    """Refuse a user's message the graph would refuse at its first node: empty, too long, or unstorable.
+
+    The graph's ``route`` node checks the same (``nodes/route.py``), but only once the run has begun: its
+    refusal would reach the client as a failed turn, or as an error inside a stream already answered 200,
+    and the message would stay in the thread. A lone surrogate never gets here (``parse_json``).
+
+    Args:
+        content: The message's content as the graph takes it: a string, or a list of content parts.
+        field: The request field holding it, named in the refusal.
+
+    Raises:
+        RouteError: 400 naming ``field``.
+    """
+    text = message_text({"content": content})
+    files = isinstance(content, list) and any(
+        isinstance(p, dict) and p.get("type") in ATTACHMENT_TYPES for p in content
+    )
+    if not text.strip() and not files:
+        raise RouteError(400, f"{field} is empty: a message needs text or a file", "invalid_value", field)
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise RouteError(
+            400,
+            f"{field} has {len(text)} characters; a message may have at most {MAX_MESSAGE_CHARS}",
+            "invalid_value",
+            field,
+        )
+    if _holds_nul(content):
+        raise RouteError(
+            400, f"{field} contains a NUL character (\\x00), which cannot be stored", "invalid_value", field
+        )
+
+
+def refused_message(error: Any) -> str | None:
+    """The graph's reason when a run failed because of the client's message, else ``None``.
+
+    ``error`` is a run's error as the server reports it (``{"error": class name, "message": ...}``). A
+    message the route node refuses (unstorable text, say) is the client's mistake, answered with 400.
+    """
+    if isinstance(error, dict) and error.get("error") == INVALID_MESSAGE:
+        return str(error.get("message") or "the message cannot start a turn")
+    return None
 
 
 async def workspace_assistants(client: LangGraphClient) -> list[Assistant]:

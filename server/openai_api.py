@@ -43,7 +43,9 @@ from .http_common import (
     RouteError,
     assistant_for,
     caller,
+    check_message,
     read_json,
+    refused_message,
     server_client,
     workspace_assistants,
     workspace_of,
@@ -136,7 +138,9 @@ def _conversation(raw: Any) -> tuple[list[dict[str, Any]], str | None]:
 
     ``system`` (and ``developer``) messages become the turn's prompt; tool calls and their results are left
     out, as the graph folds earlier turns to the user's message and the final answer anyway. The last
-    message must be the user's: it is the turn.
+    message must be the user's: it is the turn. A user's message with no text and no file (``null``,
+    ``""``, ``[]``), or one the graph could not store, is refused here, naming it, rather than by the graph
+    once the turn has begun.
     """
     if not isinstance(raw, list) or not raw:
         raise RouteError(400, "messages must be a non-empty list", "invalid_value")
@@ -146,6 +150,8 @@ def _conversation(raw: Any) -> tuple[list[dict[str, Any]], str | None]:
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             raise RouteError(400, f"messages[{i}] needs a role, one of {', '.join(ROLES)}", "invalid_value")
         role, content = message["role"], _content(message, i)
+        if role == "user":
+            check_message(content, f"messages[{i}].content")
         if role in ("system", "developer"):
             system.append(message_text({"content": content}))
         elif role == "user" or (role == "assistant" and message_text({"content": content}).strip()):
@@ -332,7 +338,7 @@ class Turn:
         not (``outcome`` supplies what the stream did not carry, such as a query-mode refusal).
 
         Raises:
-            RouteError: The run failed on the server.
+            RouteError: 400 when the graph refused the request's message, 500 when the run failed otherwise.
         """
         run_input: dict[str, Any] = {"messages": self.chat.messages}
         parts = self.client.runs.stream(
@@ -347,6 +353,8 @@ class Turn:
             if part.event == "metadata" and isinstance(part.data, dict):
                 self.run_id = str(part.data.get("run_id") or "")
             elif part.event == "error":
+                if (refused := refused_message(part.data)) is not None:
+                    raise RouteError(400, refused, "invalid_value", "messages")
                 detail = part.data.get("message") if isinstance(part.data, dict) else part.data
                 raise RouteError(500, f"the turn failed: {detail}", "run_failed")
             elif part.event == "messages" and isinstance(part.data, list) and len(part.data) == 2:
@@ -459,10 +467,8 @@ async def stream_completion(turn: Turn, cid: str) -> AsyncIterator[str]:
         yield _sse(last)
         if chat.include_usage:
             yield _sse({**chunk_body(cid, chat, {}), "choices": [], "usage": outcome.usage})
-    except RouteError as exc:
-        yield _sse(
-            {"error": {"message": exc.message, "type": "server_error", "param": None, "code": exc.code}}
-        )
+    except RouteError as exc:  # after the 200 went out: the error's body, in the stream
+        yield _sse(json.loads(bytes(error_response(exc.status, exc.message, exc.code, exc.param).body)))
     except httpx.HTTPStatusError as exc:
         yield _sse(json.loads(bytes(_server_refusal(exc).body)))
     except BaseException:

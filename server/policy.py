@@ -19,14 +19,22 @@ handler of ``threads.create_run`` (``server/auth.py``), the same under ``langgra
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
-from ..graphs.context import Context, ContextError, check_type
+from ..graphs.context import Context, ContextError, IngestContext, MemoryContext, check_type
 from ..graphs.conversation import ATTACHMENT_TYPES
 from ..nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
 
 #: A run's own narrowing, which an assistant may not set: a run wins the merge, so it could clear them.
 RUN_ONLY = ("also_ask", "without_tools")
+#: Each graph's context schema by graph id (``langgraph.json``): what the server makes a run's context into,
+#: and so what an assistant's stored context must already be.
+GRAPH_CONTEXTS: dict[str, type] = {
+    "agent": Context,
+    "memory": MemoryContext,
+    "ingest": IngestContext,
+}
 
 
 class PolicyError(PermissionError):
@@ -131,11 +139,45 @@ def check_command(command: Any) -> None:
         )
 
 
+def check_context_schema(values: Mapping[str, Any], graph_id: str | None) -> None:
+    """Refuse a context its graph would refuse at every run: by the graph's own schema, as a run's is.
+
+    An update names no graph unless it moves the assistant to another (both servers hand the handler only
+    what the request holds), so with ``graph_id`` unknown the context must suit one of the graphs' schemas.
+    A wrongly typed value suits none; the reason given is that of the first graph (the agent's, which every
+    workspace is) whose fields the context names, so a memory assistant's wrong ``min_chats`` is named as
+    such rather than as unknown.
+
+    Raises:
+        ContextError: A setting of the wrong type, out of range or unknown, naming the field.
+    """
+    if graph_id is not None and graph_id not in GRAPH_CONTEXTS:
+        return  # no graph of ours: the server refuses an unknown graph itself
+    schemas = [GRAPH_CONTEXTS[graph_id]] if graph_id is not None else list(GRAPH_CONTEXTS.values())
+    wrong: ContextError | None = None
+    unknown: ContextError | None = None
+    for schema in schemas:
+        if names := sorted(set(values) - {f.name for f in fields(schema)}):
+            unknown = unknown or ContextError(f"unknown context field(s): {', '.join(names)}")
+            continue
+        try:
+            schema(**values)
+        except ContextError as exc:
+            wrong = wrong or exc
+        else:
+            return
+    if problem := wrong or unknown:
+        raise problem
+
+
 def check_assistant_context(values: Mapping[str, Any] | None, graph_id: str | None, user: str | None) -> None:
     """Refuse an assistant's context that is ill-typed, claims another user or sets a run's field.
 
+    Checked when the context is stored (create and update), so a wrong value is refused where it was
+    written rather than at every later run of the assistant.
+
     Raises:
-        ContextError: A setting of the wrong type or out of range (the agent graph's fields).
+        ContextError: A setting of the wrong type, out of range or unknown to the assistant's graph.
         PolicyError: ``also_ask`` (a run could clear it) or a ``user_id`` other than the owner's.
     """
     values = values or {}
@@ -150,5 +192,4 @@ def check_assistant_context(values: Mapping[str, Any] | None, graph_id: str | No
         raise PolicyError(
             f"user_id is the authenticated user ({user!r}); an assistant cannot name {claimed!r}"
         )
-    if graph_id == "agent":
-        Context.from_mapping(dict(values))
+    check_context_schema(values, graph_id)

@@ -29,9 +29,9 @@ HEAVY = b"<html><body>" + b"<p>x" * 1_240_000
 HEAVY_TURNS = 7
 #: Ordinary turns timed each way; their median is compared.
 SAMPLES = 5
-#: Allowed slowdown of the ordinary turn (the issue's bound), plus seconds for a busy machine's noise: with the
-#: scripted model the turn takes about 60 ms, so a scheduler's time slice on two busy cores is already a
-#: large share of it. Parsed in the server's threads, the same turn waited tens of seconds.
+#: Allowed slowdown of the ordinary turn (the issue's bound), plus seconds for a busy machine's noise: with
+#: the scripted model the turn takes about 60 ms, so a scheduler's time slice on two busy cores is already
+#: a large share of it. Parsed in the server's threads, the same turn waited tens of seconds.
 SLOWDOWN, NOISE = 1.5, 0.2
 #: CPU seconds the instance may use in the quiet seconds after the heavy turns ended (it idles at ~0).
 QUIET_CPU = 0.3
