@@ -83,7 +83,10 @@ class ScriptedLLM:
     Replies are taken from ``script`` in order; when it is empty, ``rule`` decides from the request. A reply
     may carry ``delay`` (seconds before answering; a long one is a hung model), ``logprobs`` (the tokens
     with their alternatives, as a non-streamed reply gives them), ``status`` (an HTTP error code to fail
-    with) and ``fault`` (``garbage`` or ``empty_choices``: a broken endpoint).
+    with), ``fault`` (``garbage`` or ``empty_choices``: a broken endpoint) and ``usage`` (the
+    ``prompt_tokens`` and ``completion_tokens`` the server reports for it; 1 and 1 unless given). Usage goes
+    in every non-streamed reply and, as OpenAI's does, in a last chunk of a stream only when the request
+    asks for it (``stream_options.include_usage``).
     """
 
     script: list[Reply] = field(default_factory=list)
@@ -161,8 +164,15 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
         "created": int(time.time()),
         "model": model,
         "choices": [choice],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        "usage": _usage(reply),
     }
+
+
+def _usage(reply: Reply) -> dict[str, int]:
+    """The token counts the server reports for a reply: the reply's own ``usage``, else 1 and 1."""
+    given = reply.get("usage") or {}
+    prompt, completion = int(given.get("prompt_tokens", 1)), int(given.get("completion_tokens", 1))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def _args(call: dict[str, Any]) -> str:
@@ -301,7 +311,10 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Connection", "close")
             self.end_headers()
-            for chunk in _chunks(reply, model):
+            chunks = _chunks(reply, model)
+            if (request.get("stream_options") or {}).get("include_usage"):
+                chunks.append({**chunks[-1], "choices": [], "usage": _usage(reply)})
+            for chunk in chunks:
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()

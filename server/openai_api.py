@@ -8,6 +8,10 @@
   becomes the turn's ``max_tokens`` and ``reply_reserve``, ``temperature`` its ``temperature``. The ``finish``
   node logs the exchange to the workspace's chat log, as for any turn. Sources go in a ``sources`` field
   beside ``choices`` (of the completion, and of the last chunk when streaming), which OpenAI clients ignore.
+  ``usage`` is what the model server reported for the turn's model calls; where it reported nothing (a
+  streamed call it was not asked to count), the tokens are estimated and ``usage.estimated`` says so.
+  What the workspace's agent cannot honour is refused with 400 rather than ignored: ``n`` above 1, a
+  ``response_format`` other than text, and the client's own ``tools`` (see ``refuse_unsupported``).
 - ``POST /v1/embeddings``: the deployment's embedder, the one the workspace's documents are embedded with.
 
 Every turn runs through the server these routes are mounted in, with the caller's own key (see
@@ -183,15 +187,72 @@ def _temperature(body: dict[str, Any]) -> float | None:
     return float(value)
 
 
+#: Why a client's own tools are refused: the turn is the workspace's agent, which runs its own tools.
+NO_CLIENT_TOOLS = (
+    "{param} is not supported: a workspace's turn runs the workspace's own agent, which calls its own tools "
+    "and cannot hand calls of the client's tools back to the client. Send the request without {param}."
+)
+#: Why a structured reply is refused: nothing carries the format from the request to the model's call yet.
+NO_RESPONSE_FORMAT = (
+    "response_format {kind!r} is not supported yet: the workspace's agent cannot pass it to its model, and "
+    "a reply in plain text would not be the format asked for. Send the request without response_format "
+    "(or with type 'text')."
+)
+
+
+def refuse_unsupported(body: dict[str, Any]) -> None:
+    """Refuse, in OpenAI's error shape, options the turn cannot honour, rather than answer as if it had.
+
+    A client that asks for JSON, for calls of its own tools or for several choices and gets one plain-text
+    answer fails later and obscurely (LangChain's ``with_structured_output`` with "Invalid json output",
+    ``bind_tools`` with no call ever made); a 400 naming the option tells it now.
+
+    Raises:
+        RouteError: 400 with ``param`` set to the option: ``n`` above 1, ``response_format`` other than
+            ``text``, any ``tools``/``functions``, a ``tool_choice``/``function_call`` that asks for a call.
+    """
+    n = body.get("n")
+    if n is not None:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise RouteError(400, "n must be a positive whole number", "invalid_value", "n")
+        if n > 1:
+            raise RouteError(
+                400,
+                f"n={n} is not supported: a workspace's turn runs its agent once and gives one choice; "
+                "send n=1 (or leave it out) and repeat the request for more answers",
+                "unsupported_value",
+                "n",
+            )
+    form = body.get("response_format")
+    if form is not None:
+        kind = form.get("type") if isinstance(form, dict) else None
+        if not isinstance(kind, str):
+            raise RouteError(
+                400, "response_format must be an object with a type", "invalid_value", "response_format"
+            )
+        if kind != "text":
+            raise RouteError(
+                400, NO_RESPONSE_FORMAT.format(kind=kind), "unsupported_parameter", "response_format"
+            )
+    for param in ("tools", "functions"):
+        if body.get(param):
+            raise RouteError(400, NO_CLIENT_TOOLS.format(param=param), "unsupported_parameter", param)
+    for param in ("tool_choice", "function_call"):
+        if body.get(param) not in (None, "none", "auto"):
+            raise RouteError(400, NO_CLIENT_TOOLS.format(param=param), "unsupported_parameter", param)
+
+
 def parse_chat(body: dict[str, Any]) -> Chat:
     """Read a ``chat/completions`` body: the workspace, the conversation and the options the graph honours.
 
     Raises:
-        RouteError: 400 for a missing model, malformed messages or ill-typed options.
+        RouteError: 400 for a missing model, malformed messages, ill-typed options, or options the turn
+            cannot honour (``refuse_unsupported``).
     """
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise RouteError(400, "model (the workspace slug) is required", "invalid_value")
+    refuse_unsupported(body)
     messages, system = _conversation(body.get("messages"))
     options = body.get("stream_options")
     return Chat(
@@ -259,7 +320,7 @@ class Outcome:
     text: str
     finish_reason: str
     sources: list[dict[str, Any]]
-    usage: dict[str, int]
+    usage: dict[str, Any]
     pending: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -283,17 +344,60 @@ def _interrupts(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [r for v in values if isinstance(v, dict) for r in v.get("action_requests") or []]
 
 
-def _usage(turn: list[dict[str, Any]], chat: Chat, text: str) -> dict[str, int]:
-    """Tokens of the turn: as the model reported them, else counted with the tokenizer the graph uses."""
-    reported = [u for m in turn if m.get("type") == "ai" and (u := m.get("usage_metadata"))]
-    if reported:
-        prompt = sum(int(u.get("input_tokens") or 0) for u in reported)
-        completion = sum(int(u.get("output_tokens") or 0) for u in reported)
-    else:
-        prompt = sum(count(message_text({"content": m["content"]})) for m in chat.messages)
-        prompt += count(chat.system or "")
-        completion = count(text)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def _model_reply(message: Mapping[str, Any]) -> bool:
+    """Whether a message is a model call's reply; an answer written by code (a refusal) has no metadata."""
+    if message.get("type") != "ai":
+        return False
+    return bool(
+        message.get("usage_metadata") or (message.get("response_metadata") or {}).get("finish_reason")
+    )
+
+
+def _tokens_of(message: Mapping[str, Any]) -> int:
+    """Tokens of a stored message's text and tool-call arguments (``providers.tokens.count_message``)."""
+    calls = message.get("tool_calls") or []
+    return count(message_text({"content": message.get("content", "")})) + sum(
+        count(f"{c.get('name')}{c.get('args')}") for c in calls if isinstance(c, dict)
+    )
+
+
+def usage_of(messages: list[dict[str, Any]], start: int, chat: Chat) -> dict[str, Any]:
+    """The tokens the model read and wrote in the turn: summed over its calls, as the model server reported.
+
+    Each model call's reply carries the server's count in ``usage_metadata`` when the server sent one: always
+    for a call that was not streamed, and for a streamed one only if the server counts unasked (llama.cpp
+    does; OpenAI's does not). A call without it is estimated with the graph's tokenizer from the messages it
+    followed (the workspace's prompt and tool schemas are not in the thread, so the estimate is low), and the
+    usage says ``estimated: true``: a client billing or budgeting by it should know. A turn that never called
+    the model (a refusal written by code) read and wrote nothing.
+
+    Args:
+        messages: The thread's messages after the run.
+        start: The index of the turn's own (last) user message.
+        chat: The request, whose system prompt the estimate counts.
+    """
+    prompt = completion = 0
+    estimated = False
+    for i in range(start + 1, len(messages)):
+        message = messages[i]
+        if not _model_reply(message):
+            continue
+        reported = message.get("usage_metadata")
+        if reported:
+            prompt += int(reported.get("input_tokens") or 0)
+            completion += int(reported.get("output_tokens") or 0)
+            continue
+        estimated = True
+        prompt += count(chat.system or "") + sum(3 + _tokens_of(m) for m in messages[:i]) + 5
+        completion += _tokens_of(message)
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if estimated:
+        usage["estimated"] = True
+    return usage
 
 
 def outcome_of(state: Mapping[str, Any], chat: Chat) -> Outcome:
@@ -311,7 +415,7 @@ def outcome_of(state: Mapping[str, Any], chat: Chat) -> Outcome:
     finish = "length" if stop == "max_tokens" and not pending else "stop"
     sources = values.get("sources") or []
     return Outcome(
-        text, finish, sources if isinstance(sources, list) else [], _usage(turn, chat, text), pending
+        text, finish, sources if isinstance(sources, list) else [], usage_of(messages, start, chat), pending
     )
 
 
@@ -331,11 +435,16 @@ class Turn:
         thread = await self.client.threads.create(metadata={**THREAD_MARK, "workspace": self.chat.workspace})
         self.thread_id = str(thread["thread_id"])
 
-    async def tokens(self) -> AsyncIterator[str]:
+    async def tokens(self, streamed: bool = True) -> AsyncIterator[str]:
         """Run the turn, yielding the answer's text as the model writes it.
 
         Only text the model writes for the answer is yielded: tool-call chunks and other nodes' messages are
         not (``outcome`` supplies what the stream did not carry, such as a query-mode refusal).
+
+        Args:
+            streamed: Whether the client wants the text as it is written. If not, the run streams only its
+                steps, so the graph calls the model without streaming and the model server's reply carries
+                its own token counts, which a streamed call gets only when the graph asks for them.
 
         Raises:
             RouteError: 400 when the graph refused the request's message, 500 when the run failed otherwise.
@@ -346,7 +455,7 @@ class Turn:
             self.assistant_id,
             input=run_input,
             context=run_context(self.chat),
-            stream_mode="messages-tuple",
+            stream_mode="messages-tuple" if streamed else "updates",
             on_disconnect="cancel",
         )
         async for part in parts:
@@ -479,10 +588,43 @@ async def stream_completion(turn: Turn, cid: str) -> AsyncIterator[str]:
     await turn.close()
 
 
+def _key_refusal(request: Request) -> str:
+    """Why a key was refused, naming the header the client sent it in (the SDKs send a Bearer token)."""
+    given = request.headers.get("x-api-key")
+    bearer = request.headers.get("authorization")
+    if given:
+        also = " (it is read before Authorization)" if bearer else ""
+        return f"the API key sent in the x-api-key header is not valid{also}"
+    if bearer and bearer.lower().startswith("bearer "):
+        return "the API key sent in the Authorization header (Bearer) is not valid"
+    if bearer:
+        return "the Authorization header must be 'Bearer <key>'"
+    return (
+        "an API key is required: send it as 'Authorization: Bearer <key>' (as OpenAI's SDKs do) or x-api-key"
+    )
+
+
+async def authenticated(request: Request) -> str:
+    """The caller (``http_common.caller``), with a 401 that names the header the key came in.
+
+    The server's own refusal names ``x-api-key`` only, which misleads an OpenAI client: it sent a Bearer
+    token and has no such header.
+
+    Raises:
+        RouteError: 401 for no key or a wrong one, 403 for the service identity.
+    """
+    try:
+        return await caller(request)
+    except RouteError as exc:
+        if exc.status == 401:
+            raise RouteError(401, _key_refusal(request), exc.code, exc.param) from None
+        raise
+
+
 @openai_errors
 async def list_models(request: Request) -> Response:
     """``GET /v1/models``: the caller's workspaces, each a model."""
-    user = await caller(request)
+    user = await authenticated(request)
     client = server_client(request)
     try:
         slugs = {workspace_of(a) for a in await workspace_assistants(client)} | {DEFAULT_WORKSPACE}
@@ -495,7 +637,7 @@ async def list_models(request: Request) -> Response:
 @openai_errors
 async def chat_completions(request: Request) -> Response:
     """``POST /v1/chat/completions``: one stateless turn of the workspace's agent."""
-    await caller(request)
+    await authenticated(request)
     chat = parse_chat(await read_json(request))
     client = server_client(request)
     turn = Turn(client, "", chat)
@@ -511,7 +653,7 @@ async def chat_completions(request: Request) -> Response:
     if chat.stream:
         return StreamingResponse(stream_completion(turn, cid), media_type="text/event-stream")
     try:
-        async for _ in turn.tokens():
+        async for _ in turn.tokens(streamed=False):
             pass
         return JSONResponse(completion_body(cid, chat, await turn.outcome()))
     finally:
@@ -539,7 +681,7 @@ def _encoded(vector: Any, encoding: str) -> list[float] | str:
 @openai_errors
 async def embeddings(request: Request) -> Response:
     """``POST /v1/embeddings``: texts embedded by the model the workspace's documents are embedded with."""
-    await caller(request)
+    await authenticated(request)
     body = await read_json(request)
     workspace, texts = body.get("model"), _embedding_inputs(body.get("input"))
     encoding = body.get("encoding_format") or "float"
