@@ -152,6 +152,9 @@ def _client(url: str, settings: ModelSettings, name: str) -> EndpointChatOpenAI:
             api_key=SecretStr(settings.api_key),
             model=name,
             temperature=0,
+            # a streamed reply ends with the tokens the server counted (stream_options.include_usage), so a
+            # turn's usage is the model's own count on every path, streamed or not
+            stream_usage=True,
             max_retries=settings.max_retries,
             timeout=settings.timeout,
             # the same bound on the wait for a streamed token: the first waits while the prompt is read

@@ -115,15 +115,15 @@ async def check_usage(url: str, llm, workspace: str) -> None:
     assert reply.usage_metadata is not None
     assert (reply.usage_metadata["input_tokens"], reply.usage_metadata["output_tokens"]) == (640, 2)
 
-    # Streamed, the graph's model call reports nothing: the usage is an estimate, and says so.
+    # Streamed, the graph's model call asks the server to count too (stream_options.include_usage).
     llm.push({**text_reply("Paris, streamed."), "usage": {"prompt_tokens": 700, "completion_tokens": 5}})
     stream = await alice.chat.completions.create(
         model=workspace, messages=QUESTION, stream=True, stream_options={"include_usage": True}
     )
     chunks = [c async for c in stream]
     usage = chunks[-1].usage
-    assert usage is not None and usage.completion_tokens > 0 and usage.prompt_tokens > 0
-    assert (usage.model_extra or {}).get("estimated") is True
+    assert usage is not None and (usage.prompt_tokens, usage.completion_tokens) == (700, 5)
+    assert not (usage.model_extra or {}).get("estimated")
 
 
 async def test_usage_under_langgraph_dev(secured_server, llm, workspace):  # noqa: F811
