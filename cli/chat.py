@@ -29,6 +29,23 @@ console = Console()
 err = Console(stderr=True)
 
 
+def _edited_args(current: dict[str, Any]) -> dict[str, Any]:
+    """New arguments typed by the person, asked again until they are a JSON object.
+
+    A typo must not end the turn (and with it the pending approval): it is named and the person types again.
+    """
+    while True:
+        raw = Prompt.ask("arguments as JSON", default=json.dumps(current), console=console)
+        try:
+            args = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            err.print(f"[red]not JSON ({exc}); type the arguments again[/]")
+            continue
+        if isinstance(args, dict):
+            return args
+        err.print(f"[red]the arguments must be a JSON object {{...}}, not {type(args).__name__}[/]")
+
+
 def _ask_person(request: dict[str, Any]) -> dict[str, Any]:
     """Show each approval card and collect the person's decision for it."""
     decisions = []
@@ -49,8 +66,8 @@ def _ask_person(request: dict[str, Any]) -> dict[str, Any]:
         if choice == "r":
             decision |= {"type": "reject", "message": Prompt.ask("reason", default="no", console=console)}
         elif choice == "e":
-            raw = Prompt.ask("arguments as JSON", default=json.dumps(action["args"]), console=console)
-            decision |= {"type": "edit", "edited_action": {"name": action["name"], "args": json.loads(raw)}}
+            args = _edited_args(action["args"])
+            decision |= {"type": "edit", "edited_action": {"name": action["name"], "args": args}}
         else:
             decision |= {"type": "approve", "always_allow": choice == "always"}
         decisions.append(decision)

@@ -203,3 +203,20 @@ async def test_a_malformed_decision_on_api_v1_is_a_400_and_the_approval_stays(
         assert answered.status_code == 200 and answered.json()["textResponse"] == "saved", answered.text
     saves = [r for r in llm.requests if any(m.get("role") == "tool" for m in r["messages"])]
     assert len(saves) == 1, "the note was saved once, after the right decision"
+
+
+def test_the_cli_asks_again_for_edited_arguments_until_they_are_an_object(monkeypatch) -> None:
+    from workspace_agent.cli import chat
+
+    typed = iter(["e", "{not json", '["x"]', '{"text": "fixed"}'])
+    monkeypatch.setattr(chat.Prompt, "ask", lambda *_a, **_k: next(typed))
+    request = {"action_requests": [{"tool_call_id": "call_1", "name": "save_note", "args": {"text": "a"}}]}
+    decisions = chat._ask_person(request)["decisions"]
+    assert decisions == [
+        {
+            "tool_call_id": "call_1",
+            "type": "edit",
+            "edited_action": {"name": "save_note", "args": {"text": "fixed"}},
+        }
+    ]
+    assert match_decisions({"decisions": decisions}, CALLS[:1])["call_1"]["type"] == "edit"
