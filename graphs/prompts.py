@@ -150,3 +150,7 @@ STRAY_FIGURES = "states {figures}, which neither the tool results nor the questi
 SHOWS_MACHINERY = "shows a tool call or the tools' raw results, which the person must never read"
 #: Heads the tool results as a person reads them, when a turn's answer is given in the tools' own words.
 RESULTS_IN_WORDS = "The tools returned:\n"
+#: Opens the answer to a write whose arguments state figures no source holds (G3, ``approve``).
+STRAY_WRITE = "Not run (figures)"
+#: Closes it: what the model is to do.
+WRITE_AGAIN = "Write the call again with the figures from these results."

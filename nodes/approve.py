@@ -35,11 +35,14 @@ from ..graphs.approval import (
     checked_decisions,
 )
 from ..graphs.context import Context
-from ..graphs.conversation import EXECUTED_PREFIX, turn_start
+from ..graphs.conversation import EXECUTED_PREFIX, results_in_words, turn_start
+from ..graphs.figures import shown, unsupported
 from ..graphs.forks import fork_of
-from ..graphs.prompts import ALREADY_RUN, WAITING
+from ..graphs.plan import assemble
+from ..graphs.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
 from ..graphs.services import Services, Toolset
 from ..graphs.state import AgentState, Decision, decision
+from ..providers.prompted.catalog import acts
 from ..providers.tokens import message_text
 
 T = TypeVar("T")
@@ -157,6 +160,52 @@ def check_validity(ai: AIMessage, messages: list[AnyMessage], toolset: Toolset) 
             answered.append(_answer(call["id"], name, text))
         else:
             rest.append(call)
+    return Step(answered, [], rest, notes)
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def check_written_figures(calls: list[ToolCall], state: AgentState, toolset: Toolset) -> Step:
+    """G3 for a write: a call that changes something states only figures the turn's sources hold.
+
+    After results are in, the 1.5B proposed the note "5 installations cost 60 EUR per year" where its
+    ``calculate`` had returned 720: a card a person might approve without reading the sum again. Such a call
+    is answered, not run and not shown, with the difference and the results, so the model writes it again;
+    a call of the same tool refused once already this turn goes on to the policy and the person as written.
+    """
+    messages = state["messages"]
+    turn = messages[turn_start(messages) :]
+    ran = [m for m in turn if isinstance(m, ToolMessage) and m.status != "error"]
+    if not ran:
+        return Step([], [], calls, [])
+    refused = {m.name for m in turn if isinstance(m, ToolMessage) and message_text(m).startswith(STRAY_WRITE)}
+    request = assemble(state["plan"], messages)
+    sources = "\n".join([*(message_text(m) for m in request), *(message_text(m) for m in ran)])
+    answered: list[ToolMessage] = []
+    rest: list[ToolCall] = []
+    notes: list[Decision] = []
+    for call in calls:
+        tool = toolset.tools.get(call["name"])
+        stray = unsupported(" ".join(_strings(call["args"])), sources) if tool and acts(tool) else []
+        if not stray or call["name"] in refused:
+            rest.append(call)
+            continue
+        named = ", ".join(shown(n) for n in stray)
+        results = "\n".join(results_in_words(turn))
+        text = f"{STRAY_WRITE}: its arguments state {named}, which no result, document or question holds.\n"
+        answered.append(
+            _answer(call["id"], call["name"], f"{text}{RESULTS_IN_WORDS}{results}\n{WRITE_AGAIN}")
+        )
+        why = f"{call['name']} would write {named}, which no source holds: sent back to the model"
+        notes.append(decision("G3", "code", {call["id"]: {"stray": stray}}, why))
     return Step(answered, [], rest, notes)
 
 
@@ -339,16 +388,18 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
     toolset = await services.toolset(ctx)
     # 1. Validity: unparsable calls, repeats of calls that already ran, tools not offered or not there
     valid = check_validity(ai, state["messages"], toolset)
-    # 2. Budget: only as many valid calls as the turn may still make
-    budget = check_budget(valid.rest, ctx.max_tool_calls - state.get("tool_calls_made", 0))
-    # 3. Policy: auto-approved calls run unasked
+    # 2. Figures: a write states only what the turn's sources hold (G3)
+    written = check_written_figures(valid.rest, state, toolset)
+    # 3. Budget: only as many valid calls as the turn may still make
+    budget = check_budget(written.rest, ctx.max_tool_calls - state.get("tool_calls_made", 0))
+    # 4. Policy: auto-approved calls run unasked
     policy = check_policy(budget.rest, ctx, toolset)
-    # 4. Remembered grants: "always allow" waives the question, but not the floor or the run's also_ask
+    # 5. Remembered grants: "always allow" waives the question, but not the floor or the run's also_ask
     grants = await check_grants(policy.rest, ctx, toolset, services.records)
-    # 5. A person: one question for all the calls still open
+    # 6. A person: one question for all the calls still open
     person = await ask_person(grants.rest, ctx, toolset, services.records)
-    # 6. The update, from the steps' results, each round in the order of the model's calls
-    screened = in_call_order(ai.tool_calls, valid, budget)
+    # 7. The update, from the steps' results, each round in the order of the model's calls
+    screened = in_call_order(ai.tool_calls, valid, written, budget)
     allowed = in_call_order(budget.rest, policy, grants)
     answers = [*screened.answered, *person.answered]
     approved = {c["id"]: c for c in [*allowed.run, *person.run]}

@@ -14,7 +14,6 @@ figure against but the model's own knowledge.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -22,6 +21,7 @@ from langgraph.runtime import Runtime
 
 from ..graphs.context import Context
 from ..graphs.conversation import results_in_words, turn_start
+from ..graphs.figures import problems, shown
 from ..graphs.plan import assemble
 from ..graphs.prompts import ASK_AGAIN_FIGURES, RESULTS_IN_WORDS, SHOWS_MACHINERY, STRAY_FIGURES
 from ..graphs.services import Services
@@ -29,57 +29,9 @@ from ..graphs.state import AgentState, decision
 from ..providers.prompted.call_grammar import TEXT_GRAMMAR
 from ..providers.tokens import message_text
 
-#: Dates and times of day, whose parts are the clock's, not figures: "2026-12-04", "14:05", "December 4".
-CLOCK = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:[+-]\d{2}:?\d{2}|Z)?)?"
-    r"|\d{1,2}:\d{2}(?::\d{2})?"
-    r"|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)"
-    r"\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?"
-)
-#: A number as written in prose: ``720``, ``2,160``, ``3.5``, ``-4``; not a part of a word or an identifier.
-NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
-#: What only the machinery writes: a call's JSON, a code fence, a line of the results' digest.
-MACHINERY = re.compile(
-    r'```|\{\s*"(?:name|arguments|args)"\s*:|^\s*- [\w-]+\(.*\) (?:returned|was not run)', re.M
-)
-#: Counts a sentence uses without stating a figure ("2 steps", "the 3 results", list markers).
-SMALL = 10
-
-
-def figures(text: str, *, clock: bool = True) -> set[float]:
-    """The numbers written in ``text``; thousands separators read through.
-
-    Args:
-        text: What is read.
-        clock: Read the numbers of dates and times too. An answer's are not figures ("December 4" states no
-            4 of anything), but a source's are: "2026-12-04" holds the year an answer may state.
-    """
-    found = set()
-    for raw in NUMBER.findall(text if clock else CLOCK.sub(" ", text)):
-        try:
-            found.add(float(raw.replace(",", "").rstrip(".")))
-        except ValueError:
-            continue
-    return found
-
-
-def unsupported(answer: str, sources: str) -> list[float]:
-    """The figures of ``answer`` that ``sources`` does not hold (small counts aside), in order of value."""
-    given = figures(sources)
-    return sorted(n for n in figures(answer) if abs(n) > SMALL and not any(abs(n - g) < 1e-9 for g in given))
-
-
-def _shown(value: float) -> str:
-    return f"{value:g}" if value != int(value) else str(int(value))
-
-
-def problems(answer: str, sources: str) -> tuple[list[float], bool]:
-    """What keeps an answer from the person: figures no source holds, and whether it shows the machinery."""
-    return unsupported(answer, sources), bool(MACHINERY.search(answer))
-
 
 def _problem(stray: list[float], shows: bool) -> str:
-    named = STRAY_FIGURES.format(figures=", ".join(_shown(n) for n in stray)) if stray else ""
+    named = STRAY_FIGURES.format(figures=", ".join(shown(n) for n in stray)) if stray else ""
     return " and ".join(p for p in (named, SHOWS_MACHINERY if shows else "") if p)
 
 

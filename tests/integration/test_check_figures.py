@@ -96,3 +96,40 @@ async def test_a_year_read_from_the_clock_is_a_given_figure(llm, saver, workspac
     out = await graph.ainvoke(user_message(question), thread, context=Context(workspace=workspace))
     assert out["messages"][-1].content.startswith("It is 2026 now")
     assert [d["outcome"] for d in decisions_of(out, "G3")] == ["agrees"]
+
+
+async def test_a_note_stating_a_figure_the_tools_contradict_is_sent_back_before_any_card(
+    llm, saver, workspace, thread
+):
+    llm.push(
+        CALCULATE,
+        tool_reply(("save_note", {"text": "5 installations of the Team plan cost 60 EUR per year."})),
+        tool_reply(("save_note", {"text": "5 installations of the Team plan cost 720 EUR per year."})),
+        text_reply("Saved: 720 EUR per year."),
+    )
+    graph = build_graph(checkpointer=saver)
+    out = await graph.ainvoke(user_message(QUESTION), thread, context=Context(workspace=workspace))
+    (card,) = out["__interrupt__"]
+    assert [a["args"]["text"] for a in card.value["action_requests"]] == [
+        "5 installations of the Team plan cost 720 EUR per year."
+    ], "the note with 60 never reached a card"
+    sent_back = llm.requests[2]["messages"][-1]
+    assert (
+        sent_back["role"] == "tool"
+        and "60" in sent_back["content"]
+        and "calculate: 720" in sent_back["content"]
+    )
+    (check,) = [d for d in decisions_of(out, "G3")]
+    assert list(check["outcome"].values()) == [{"stray": [60.0]}]
+
+
+async def test_a_write_sent_back_once_goes_to_the_person_as_written_the_second_time(
+    llm, saver, workspace, thread
+):
+    wrong = tool_reply(("save_note", {"text": "It costs 60 EUR per year."}))
+    llm.push(CALCULATE, wrong, wrong)
+    graph = build_graph(checkpointer=saver)
+    out = await graph.ainvoke(user_message(QUESTION), thread, context=Context(workspace=workspace))
+    (card,) = out["__interrupt__"]
+    assert card.value["action_requests"][0]["args"] == {"text": "It costs 60 EUR per year."}
+    assert len(decisions_of(out, "G3")) == 1, "sent back once; the person decides the second time"
