@@ -66,8 +66,8 @@ def _ask_person(request: dict[str, Any]) -> dict[str, Any]:
         if choice == "r":
             decision |= {"type": "reject", "message": Prompt.ask("reason", default="no", console=console)}
         elif choice == "e":
-            args = _edited_args(action["args"])
-            decision |= {"type": "edit", "edited_action": {"name": action["name"], "args": args}}
+            edited = _edited_args(action["args"])
+            decision |= {"type": "edit", "edited_action": {"name": action["name"], "args": edited}}
         else:
             decision |= {"type": "approve", "always_allow": choice == "always"}
         decisions.append(decision)
