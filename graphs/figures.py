@@ -46,7 +46,8 @@ def figures(text: str, *, clock: bool = True) -> set[float]:
 def unsupported(answer: str, sources: str) -> list[float]:
     """The figures of ``answer`` that ``sources`` does not hold (small counts aside), in order of value."""
     given = figures(sources)
-    return sorted(n for n in figures(answer) if abs(n) > SMALL and not any(abs(n - g) < 1e-9 for g in given))
+    stated = figures(answer, clock=False)
+    return sorted(n for n in stated if abs(n) > SMALL and not any(abs(n - g) < 1e-9 for g in given))
 
 
 def problems(answer: str, sources: str) -> tuple[list[float], bool]:
