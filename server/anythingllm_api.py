@@ -18,6 +18,22 @@ Mapping:
     - A stream whose client leaves cancels its run, so no half turn reaches the chat log.
     - ``@agent`` and ``mode`` (``automatic``, ``chat``, ``query``) are the graph's own (decision A3).
 
+Shapes (from AnythingLLM's source, ``Mintplex-Labs/anything-llm``): ``/auth`` from
+``server/endpoints/api/auth/index.js``; ``/api/ping`` from ``server/endpoints/system.js``; a wrong key's 403
+from ``server/utils/middleware/validApiKey.js``; workspaces and ``/workspace/{slug}`` from
+``server/endpoints/api/workspace/index.js`` and the ``workspaces`` model of ``server/prisma/schema.prisma``;
+threads from ``server/endpoints/api/workspaceThread/index.js`` and ``server/models/workspaceThread.js``;
+chat replies and stream chunks from ``server/utils/chats/apiChatHandler.js`` and
+``server/utils/helpers/chat/responses.js``; ``metrics`` from
+``server/utils/helpers/chat/LLMPerformanceMonitor.js``; history items from ``convertToChatHistory`` of
+``responses.js``.
+
+Differences kept on purpose: workspace and thread ``id``s are the server's assistant and thread ids (UUID
+strings: the server has no integer ids for them), while ``chatId`` is the chat log's integer row id as in
+AnythingLLM; ``/workspace/{slug}/chats`` reads the conversation's current thread (a ``reset`` starts a new
+one, where AnythingLLM keeps the old rows of the session); history items carry ``metrics: {}`` and
+``feedbackScore: null`` because the chat log keeps neither.
+
 Better than AnythingLLM, which denies every approval-needing tool in API runs: a chat that stops at an
 approval answers ``type: "textResponse"`` with a sentence naming the waiting calls, and an extra field
 ``pendingApproval: {"calls": [{"id", "name", "args", "description"}], "allowedDecisions": [...]}``.
@@ -30,6 +46,8 @@ on the server: an upload is bytes only.
 from __future__ import annotations
 
 import json
+import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -45,10 +63,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from ..checkpoints.chunks import DocumentStore
+from ..checkpoints.chatlog import SCHEMA as CHAT_LOG_SCHEMA
+from ..checkpoints.chunks import Document, DocumentStore
+from ..checkpoints.db import connection, ensure_schema
 from ..graphs.approval import ResumeError, checked_decisions
 from ..graphs.context import Context, ContextError, document_scope
 from ..nodes.uploads import MIME_SUFFIXES, upload_limit
+from ..providers.tokens import count as token_count
+from ..providers.tokens import ensure_tokenizer
 from ..skills.documents import index_document, search
 from ..skills.extraction import extract_bounded
 from ..skills.loaders import SUPPORTED_SUFFIXES, content_hash
@@ -92,8 +114,13 @@ def chat_reply(
     sources: list[dict[str, Any]] | None = None,
     close: bool = True,
     error: str | bool | None = None,
+    metrics: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A chat answer or stream chunk in AnythingLLM's shape (its chunks name the id ``uuid``: both given)."""
+    """A whole chat answer in AnythingLLM's shape (``ResponseObject`` of ``apiChatHandler.js``).
+
+    ``id`` is its name for the answer's uuid; its stream chunks name it ``uuid``, so both are given and a
+    client reading either finds it. ``metrics`` is ``{}`` where AnythingLLM sends ``{}`` (a reset, a refusal).
+    """
     answer_id = answer_id or str(uuid.uuid4())
     return {
         "id": answer_id,
@@ -103,6 +130,7 @@ def chat_reply(
         "sources": sources or [],
         "close": close,
         "error": error,
+        "metrics": metrics or {},
     }
 
 
@@ -114,8 +142,11 @@ def abort(error: str) -> dict[str, Any]:
 def endpoint(handler: Handler) -> Handler:
     """Answer a refusal in AnythingLLM's shape: ``{"error"}`` for a key, the route's own body otherwise.
 
-    A ``RouteError`` (``http_common``: 401, 403, 404, 400, 413) and an error of the server behind the route
-    (its 404 for another's thread, 409 for a busy one, 403 for a refused run) are answered alike.
+    A missing or wrong key is 403 ``{"error": "No valid api key found."}``, as AnythingLLM's
+    ``validApiKey`` middleware answers it (``server/utils/middleware/validApiKey.js``): its clients read
+    403 as "bad key", so ``http_common``'s 401 is answered as 403 here. Any other ``RouteError`` (403, 404,
+    400, 413) and an error of the server behind the route (its 404 for another's thread, 409 for a busy
+    one, 403 for a refused run) are answered alike.
     """
 
     async def answer(request: Request) -> Response:
@@ -126,12 +157,12 @@ def endpoint(handler: Handler) -> Handler:
         except RouteError as exc:
             if exc.status in (401, 403):
                 key_error = NO_KEY if exc.status == 401 else exc.message
-                return JSONResponse({"error": key_error}, status_code=exc.status)
+                return JSONResponse({"error": key_error}, status_code=403)
             return JSONResponse(abort(exc.message), status_code=exc.status)
         except httpx.HTTPStatusError as exc:
             status = exc.response.status_code
             if status == 401:
-                return JSONResponse({"error": NO_KEY}, status_code=401)
+                return JSONResponse({"error": NO_KEY}, status_code=403)
             return JSONResponse(abort(_detail(exc.response)), status_code=status if status < 500 else 502)
 
     answer.__name__ = handler.__name__
@@ -204,8 +235,18 @@ async def workspaces(client: LangGraphClient) -> dict[str, Mapping[str, Any]]:
     return {slug: await workspace(client, slug) for slug in sorted(slugs)}
 
 
+def stamp(value: Any) -> Any:
+    """A server timestamp as AnythingLLM's JSON writes its dates (ISO 8601); strings pass as they are."""
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
 def workspace_record(slug: str, assistant: Mapping[str, Any]) -> dict[str, Any]:
-    """A workspace as AnythingLLM lists it, its settings read from the assistant (defaults filled in)."""
+    """A workspace as AnythingLLM lists it (its ``workspaces`` model), read from the assistant's settings.
+
+    ``id`` is the assistant's id, a UUID string where AnythingLLM has an integer: it is what names the
+    workspace's settings on this server. Providers and models are the deployment's, not a workspace's, so
+    ``chatProvider chatModel agentProvider agentModel`` are ``null`` (AnythingLLM's "use the system's").
+    """
     values = {k: v for k, v in settings_of(assistant).items() if k != "user_id"}
     try:
         ctx = Context.from_mapping(values)
@@ -215,26 +256,131 @@ def workspace_record(slug: str, assistant: Mapping[str, Any]) -> dict[str, Any]:
         "id": assistant.get("assistant_id"),
         "name": assistant.get("name") if assistant.get("name") not in (None, GRAPH) else slug,
         "slug": slug,
-        "createdAt": assistant.get("created_at"),
-        "lastUpdatedAt": assistant.get("updated_at"),
+        "vectorTag": None,
+        "createdAt": stamp(assistant.get("created_at")),
         "openAiTemp": None,
         "openAiHistory": ctx.history_limit,
+        "lastUpdatedAt": stamp(assistant.get("updated_at")),
         "openAiPrompt": ctx.system_prompt,
         "similarityThreshold": ctx.similarity_threshold,
+        "chatProvider": None,
+        "chatModel": None,
         "topN": ctx.top_n,
         "chatMode": ctx.chat_mode,
+        "pfpFilename": None,
+        "agentProvider": None,
+        "agentModel": None,
         "queryRefusalResponse": ctx.query_refusal_response,
+        "vectorSearchMode": "default",
         "threads": [],
+    }
+
+
+async def threads_of(client: LangGraphClient, slug: str) -> list[dict[str, Any]]:
+    """The caller's threads of a workspace (made by ``thread/new``), oldest first.
+
+    Returned with AnythingLLM's ``workspace_threads`` fields plus this server's ids; each route picks the
+    fields its ``include`` selects. The server's search shows the caller's own threads only.
+    """
+    found: list[dict[str, Any]] = []
+    while True:
+        page = await client.threads.search(
+            metadata={WORKSPACE_KEY: slug},
+            limit=100,
+            offset=len(found),
+            sort_by="created_at",
+            sort_order="asc",
+        )
+        found += [dict(t) for t in page]
+        if len(page) < 100:
+            break
+    return [thread_record(t) for t in found if THREAD_KEY in (t.get("metadata") or {})]
+
+
+def thread_record(
+    thread: Mapping[str, Any], user: str | None = None, workspace_id: Any = None
+) -> dict[str, Any]:
+    """A thread as AnythingLLM's ``workspace_threads`` row (``server/prisma/schema.prisma``).
+
+    ``id`` is the server's thread id (a UUID string, not an integer) and ``user_id`` the key's user name.
+    """
+    metadata = thread.get("metadata") or {}
+    return {
+        "id": thread.get("thread_id"),
+        "name": metadata.get("thread_name") or "Thread",
+        "slug": metadata.get(THREAD_KEY),
+        "workspace_id": workspace_id,
+        "user_id": user if user is not None else metadata.get("owner") or metadata.get("user_id"),
+        "createdAt": stamp(thread.get("created_at")),
+        "lastUpdatedAt": stamp(thread.get("updated_at")),
     }
 
 
 @endpoint
 async def list_workspaces(request: Request) -> Response:
-    """``GET /workspaces``: the caller's workspaces (``{"workspaces": [...]}``)."""
+    """``GET /workspaces``: ``{"workspaces": [...]}``, each with its ``threads`` (``user_id slug name``)."""
     await caller(request)
     async with client_of(request) as client:
         found = await workspaces(client)
-    return JSONResponse({"workspaces": [workspace_record(slug, a) for slug, a in found.items()]})
+        listed = []
+        for slug, assistant in found.items():
+            threads = [{k: t[k] for k in ("user_id", "slug", "name")} for t in await threads_of(client, slug)]
+            listed.append({**workspace_record(slug, assistant), "threads": threads})
+    return JSONResponse({"workspaces": listed})
+
+
+def document_record(doc: Document, workspace_id: Any) -> dict[str, Any]:
+    """A document as AnythingLLM's ``workspace_documents`` row: ``metadata`` is a JSON string there too."""
+    metadata = {"title": doc.title, "docSource": doc.source, "chunkSource": doc.source, "chunks": doc.chunks}
+    return {
+        "id": doc.id,
+        "docId": str(doc.id),
+        "filename": doc.title,
+        "docpath": doc.source,
+        "workspaceId": workspace_id,
+        "metadata": json.dumps(metadata),
+        "pinned": doc.pinned,
+        "watched": False,
+        "createdAt": stamp(doc.created_at),
+        "lastUpdatedAt": stamp(doc.updated_at),
+    }
+
+
+@endpoint
+async def get_workspace(request: Request) -> Response:
+    """``GET /workspace/{slug}``: ``{"workspace": [ {..., "documents", "threads"} ]}``, a list as there.
+
+    AnythingLLM answers with ``findMany``, so a slug it does not know is 200 ``{"workspace": []}``; a
+    workspace of another user's is unknown to the caller and gets the same. ``threads`` has
+    ``user_id slug`` as its ``include`` selects.
+    """
+    user = await caller(request)
+    slug = request.path_params["slug"]
+    async with client_of(request) as client:
+        try:
+            assistant = await workspace(client, slug)
+        except RouteError:
+            return JSONResponse({"workspace": []})
+        threads = [{"user_id": t["user_id"], "slug": t["slug"]} for t in await threads_of(client, slug)]
+    record = workspace_record(slug, assistant)
+    docs = await DocumentStore().list_documents(document_scope(user, slug))
+    record |= {"documents": [document_record(d, record["id"]) for d in docs], "threads": threads}
+    return JSONResponse({"workspace": [record]})
+
+
+@endpoint
+async def check_key(request: Request) -> Response:
+    """``GET /auth``: ``{"authenticated": true}`` for a valid key (``server/endpoints/api/auth/index.js``).
+
+    Clients call it first to check a key; a wrong one is the 403 every route answers (``endpoint``).
+    """
+    await caller(request)
+    return JSONResponse({"authenticated": True})
+
+
+async def ping(request: Request) -> Response:
+    """``GET /api/ping``: ``{"online": true}``, keyless (``server/endpoints/system.js`` of AnythingLLM)."""
+    return JSONResponse({"online": True})
 
 
 # ── conversations (threads) ────────────────────────────────────────────────────────────────────────────
@@ -265,31 +411,48 @@ async def conversation(
     return str((await client.threads.create(metadata=metadata))["thread_id"])
 
 
+SLUG_WORDS = {"+": " plus ", "!": " bang ", "@": " at ", "*": " splat ", ".": " dot "}
+
+
+def slugify(text: str) -> str:
+    """A thread slug as AnythingLLM makes one from a given slug (``WorkspaceThread.slugify``, lowercase).
+
+    ``+ ! @ * .`` become words, other characters that are no letter, digit, ``-`` or ``_`` are dropped,
+    and runs of spaces become one ``-``, so the slug is safe in a URL.
+    """
+    for char, word in SLUG_WORDS.items():
+        text = text.replace(char, word)
+    text = re.sub(r"[^\w\s-]", "", text.lower())
+    return re.sub(r"\s+", "-", text.strip())
+
+
 @endpoint
 async def new_thread(request: Request) -> Response:
-    """``POST /workspace/{slug}/thread/new``: ``{"thread": {id, name, slug, user_id, workspace_id}}``."""
+    """``POST /workspace/{slug}/thread/new``: ``{"thread": {...}, "message": null}``.
+
+    As ``server/endpoints/api/workspaceThread/index.js``: the thread is a ``workspace_threads`` row
+    (``thread_record``); a given slug is slugified; a slug the caller already has in the workspace is
+    200 ``{"thread": null, "message": ...}``, as AnythingLLM answers its unique-slug failure.
+    """
     user = await caller(request)
     body = await read_json(request, SMALL_BODY)
     slug = request.path_params["slug"]
-    name = body.get("name") if isinstance(body.get("name"), str) else "Thread"
+    name = str(body["name"]) if body.get("name") else "Thread"
     given = body.get("slug")
     if given is not None and (not isinstance(given, str) or not given.strip()):
         raise ApiError(400, {"thread": None, "message": "slug must be a non-empty string"})
+    thread_slug = slugify(given) if given else str(uuid.uuid4())
+    if not thread_slug:
+        raise ApiError(400, {"thread": None, "message": f"slug {given!r} has no character a slug can keep"})
     async with client_of(request) as client:
         assistant = await workspace(client, slug)
-        if given and await conversation(client, slug, THREAD_KEY, given, create=False):
-            raise ApiError(400, {"thread": None, "message": f"a thread {given!r} exists in {slug} already"})
-        thread_slug = given or str(uuid.uuid4())
+        if given and await conversation(client, slug, THREAD_KEY, thread_slug, create=False):
+            message = f"Unique constraint failed on the fields: (`slug`): {thread_slug!r} exists in {slug}"
+            return JSONResponse({"thread": None, "message": message})
         created = await client.threads.create(
             metadata={WORKSPACE_KEY: slug, THREAD_KEY: thread_slug, "thread_name": name}
         )
-    thread = {
-        "id": created["thread_id"],
-        "name": name,
-        "slug": thread_slug,
-        "user_id": user,
-        "workspace_id": assistant.get("assistant_id"),
-    }
+    thread = thread_record(dict(created), user, assistant.get("assistant_id"))
     return JSONResponse({"thread": thread, "message": None})
 
 
@@ -381,22 +544,24 @@ def answer_of(values: dict[str, Any]) -> str:
     return text
 
 
+def source_record(source: Mapping[str, Any]) -> dict[str, Any]:
+    """One citation in AnythingLLM's shape (``title``, ``chunk``), with ours beside them."""
+    return {
+        "id": source.get("document_id"),
+        "title": source.get("title") or source.get("document"),
+        "chunk": source.get("text"),
+        "text": source.get("text"),
+        "url": source.get("document"),
+        "docSource": source.get("document"),
+        "chunkSource": source.get("document"),
+        "score": source.get("score"),
+        "pinned": bool(source.get("pinned")),
+    }
+
+
 def sources_of(values: dict[str, Any]) -> list[dict[str, Any]]:
-    """The turn's citations in AnythingLLM's shape (``title``, ``chunk``), with ours beside them."""
-    return [
-        {
-            "id": s.get("document_id"),
-            "title": s.get("title") or s.get("document"),
-            "chunk": s.get("text"),
-            "text": s.get("text"),
-            "url": s.get("document"),
-            "docSource": s.get("document"),
-            "chunkSource": s.get("document"),
-            "score": s.get("score"),
-            "pinned": bool(s.get("pinned")),
-        }
-        for s in values.get("sources") or []
-    ]
+    """The turn's citations (``source_record``)."""
+    return [source_record(s) for s in values.get("sources") or []]
 
 
 def pending_of(state: dict[str, Any]) -> dict[str, Any] | None:
@@ -427,11 +592,113 @@ def waiting_text(pending: dict[str, Any]) -> str:
     )
 
 
-def final_reply(state: dict[str, Any], answer_id: str) -> tuple[int, dict[str, Any]]:
-    """The status and AnythingLLM reply of a finished run, from the thread's state."""
+def refused(values: dict[str, Any]) -> bool:
+    """Whether the turn was query mode's refusal (no document context): the graph's ``stop_reason``."""
+    return values.get("stop_reason") == "refused"
+
+
+def refusal_reply(values: dict[str, Any], answer_id: str, *, streamed: bool) -> dict[str, Any]:
+    """Query mode's refusal as AnythingLLM sends it: one ``textResponse``, no sources, ``metrics: {}``.
+
+    ``apiChatHandler.js`` answers it before any model call, so it has no ``chatId``; its streamed form (one
+    chunk, ``close: true``) also carries ``attachments: []``.
+    """
+    reply = chat_reply("textResponse", answer_of(values), answer_id=answer_id)
+    return {**reply, "attachments": []} if streamed else reply
+
+
+def turn_messages(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The running turn's messages: the last user message and everything after it (``turn_start``)."""
+    messages = [m for m in values.get("messages") or [] if isinstance(m, dict)]
+    start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("type") == "human"), 0)
+    return messages[start:]
+
+
+def metrics_of(values: dict[str, Any], duration: float, streamed_chunks: int | None = None) -> dict[str, Any]:
+    """The turn's ``metrics`` as AnythingLLM computes them (``LLMPerformanceMonitor.js``).
+
+    Tokens are the usage the model reported on each of the turn's AI messages (every model round of an
+    agent turn, summed). Where it reported none (a streamed call without usage), AnythingLLM's own
+    estimates stand in, as in ``handleDefaultStreamResponseV2`` and ``measureStream``: one completion
+    token per streamed chunk (else the answer's tokens), and the prompt's tokens counted with 3 per message
+    and 5 for the reply (``providers/tokens.count_messages``' rule) over the thread's messages before the
+    answer; system prompt and document context, not kept in the thread, are not counted.
+    ``duration`` is the run's wall time in seconds, as AnythingLLM times its model call, and ``outputTps``
+    is completion tokens over that duration.
+    """
+    turn = turn_messages(values)
+    answers = [m for m in turn if m.get("type") == "ai"]
+    usages = [m.get("usage_metadata") or {} for m in answers]
+    prompt = sum(int(u.get("input_tokens") or 0) for u in usages)
+    completion = sum(int(u.get("output_tokens") or 0) for u in usages)
+    if not prompt and not completion and answers:
+        asked = (values.get("messages") or [])[: len(values.get("messages") or []) - len(turn) + 1]
+        prompt = 3 * len(asked) + sum(token_count(text_of(m.get("content"))) for m in asked) + 5
+        completion = streamed_chunks or token_count(answer_of(values))
+    metrics: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "outputTps": completion / duration if duration > 0 else 0,
+        "duration": duration,
+    }
+    model = next(
+        (
+            str(m["response_metadata"]["model_name"])
+            for m in reversed(answers)
+            if isinstance(m.get("response_metadata"), dict) and m["response_metadata"].get("model_name")
+        ),
+        None,
+    )
+    if model:
+        metrics["model"] = model
+    return metrics
+
+
+async def logged_exchange(thread_id: str, values: dict[str, Any]) -> int | None:
+    """The chat log row id of the turn just finished: AnythingLLM's ``chatId`` (its ``workspace_chats.id``).
+
+    The graph's ``finish`` node logs each turn keyed by thread, user message id and answer id
+    (``checkpoints/chatlog.py``), and does not put the row id in the state; so it is found again by that
+    key. The thread is the caller's own (found through the server, which filters by owner). ``None`` when
+    the turn logged no row (it waits for an approval, or failed).
+    """
+    turn = turn_messages(values)
+    if not turn or turn[0].get("type") != "human":
+        return None
+    answer = next((m for m in reversed(turn) if m.get("type") == "ai"), None)
+    if answer is None:
+        return None
+    await ensure_schema("chat_log", CHAT_LOG_SCHEMA)
+    async with connection() as conn:
+        cur = await conn.execute(
+            "SELECT id FROM chat_log WHERE thread_id = %s AND message_id = %s AND answer_id = %s",
+            (thread_id, str(turn[0].get("id") or ""), str(answer.get("id") or "")),
+        )
+        row = await cur.fetchone()
+    return int(row["id"]) if row else None
+
+
+def final_reply(
+    state: dict[str, Any],
+    answer_id: str,
+    *,
+    chat_id: int | None = None,
+    metrics: dict[str, Any] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """The status and AnythingLLM reply of a finished run, from the thread's state.
+
+    An answered turn is ``apiChatHandler.js``'s ``chatSync`` reply: ``chatId`` (the chat log row) and
+    ``metrics`` beside the text and sources. A refusal is its query-mode refusal (``refusal_reply``).
+    """
     values = state.get("values") or {}
     pending = pending_of(state)
-    reply = chat_reply("textResponse", answer_of(values), answer_id=answer_id, sources=sources_of(values))
+    if pending is None and refused(values):
+        return 200, refusal_reply(values, answer_id, streamed=False)
+    reply = chat_reply(
+        "textResponse", answer_of(values), answer_id=answer_id, sources=sources_of(values), metrics=metrics
+    )
+    reply["chatId"] = chat_id
     if pending is None:
         return 200, reply
     reply["pendingApproval"] = pending
@@ -477,26 +744,34 @@ async def start_chat(
     return parts, run, thread_id
 
 
-def reset_reply() -> dict[str, Any]:
-    """AnythingLLM's answer to ``reset`` without a message."""
-    return chat_reply("textResponse", "Chat history was reset!")
+def reset_reply(*, streamed: bool) -> dict[str, Any]:
+    """AnythingLLM's answer to ``reset`` alone: ``metrics: {}``, and ``attachments: []`` when streamed."""
+    reply = chat_reply("textResponse", "Chat history was reset!")
+    return {**reply, "attachments": []} if streamed else reply
 
 
 async def chat_sync(request: Request, thread_slug: str | None) -> Response:
     """One chat turn, answered whole."""
     _, run, thread_id = await start_chat(request, thread_slug)
     if thread_id is None:
-        return JSONResponse(reset_reply())
+        return JSONResponse(reset_reply(streamed=False))
     assistant_id = run.pop("assistant_id")
     async with client_of(request) as client:
+        started = time.monotonic()
         result = await client.runs.wait(thread_id, assistant_id, raise_error=False, **run)
+        duration = time.monotonic() - started
         if isinstance(result, dict) and result.get("__error__"):
             error = result["__error__"]
-            if (refused := refused_message(error)) is not None:  # the graph refused the client's message
-                raise ApiError(400, abort(refused))
+            if (refused_text := refused_message(error)) is not None:  # the graph refused the client's message
+                raise ApiError(400, abort(refused_text))
             raise ApiError(500, abort(str(error.get("message") or error.get("error") or error)))
-        state = await client.threads.get_state(thread_id)
-    status, reply = final_reply(dict(state), str(uuid.uuid4()))
+        state: dict[str, Any] = dict(await client.threads.get_state(thread_id))
+    values = state.get("values") or {}
+    chat_id = None if pending_of(state) else await logged_exchange(thread_id, values)
+    await ensure_tokenizer()
+    status, reply = final_reply(
+        state, str(uuid.uuid4()), chat_id=chat_id, metrics=metrics_of(values, duration)
+    )
     return JSONResponse(reply, status_code=status)
 
 
@@ -535,14 +810,18 @@ async def cancel_run(request: Request, thread_id: str, run_id: str) -> None:
 
 
 async def stream_events(request: Request, run: dict[str, Any], thread_id: str) -> AsyncIterator[bytes]:
-    """The run's answer as AnythingLLM streams it: ``textResponseChunk`` chunks, then ``close: true``.
+    """The run's answer as AnythingLLM streams it (``streamChat`` of ``apiChatHandler.js``).
 
+    ``textResponseChunk`` chunks, a closing chunk (``close: true``, ``textResponse: ""``), then
+    ``finalizeResponseStream`` with ``chatId``, ``metrics`` and ``sources`` (only ``uuid type close error``
+    when nothing was answered). Query mode's refusal is one ``textResponse`` chunk, as there.
     A client that disconnects cancels the run (the server's ``on_disconnect`` and our own cancel).
     """
-    answer_id, run_id, shown, done = str(uuid.uuid4()), None, "", False
+    answer_id, run_id, shown, done, pieces = str(uuid.uuid4()), None, "", False, 0
     assistant_id = run.pop("assistant_id")
     try:
         async with client_of(request) as client:
+            started = time.monotonic()
             async for part in client.runs.stream(
                 thread_id, assistant_id, stream_mode="messages-tuple", on_disconnect="cancel", **run
             ):
@@ -554,16 +833,34 @@ async def stream_events(request: Request, run: dict[str, Any], thread_id: str) -
                     yield sse(abort(str(data.get("message") or data.get("error") or data)))
                     return
                 elif text := streamed_text(part):
-                    shown += text
+                    shown, pieces = shown + text, pieces + 1
                     yield sse(chunk(answer_id, text))
             done = True
-            state = dict(await client.threads.get_state(thread_id))
-        _, reply = final_reply(state, answer_id)
+            duration = time.monotonic() - started
+            state: dict[str, Any] = dict(await client.threads.get_state(thread_id))
+        values = state.get("values") or {}
+        pending = pending_of(state)
+        if pending is None and refused(values) and not shown:
+            yield sse(refusal_reply(values, answer_id, streamed=True))
+            return
+        chat_id = None if pending else await logged_exchange(thread_id, values)
+        await ensure_tokenizer()
+        metrics = metrics_of(values, duration, pieces)
+        _, reply = final_reply(state, answer_id, chat_id=chat_id, metrics=metrics)
         if reply.get("pendingApproval") or not shown:  # a waiting approval, or an answer no model wrote
             yield sse(chunk(answer_id, reply["textResponse"]))
-        last = {k: v for k, v in reply.items() if k in ("sources", "pendingApproval")}
-        yield sse({**chunk(answer_id, ""), **last, "close": True, "error": reply["error"] or False})
-        yield sse({**chat_reply("finalizeResponseStream", None, answer_id=answer_id, error=False), **last})
+        extra = {k: v for k, v in reply.items() if k == "pendingApproval"}
+        closing = {**chunk(answer_id, ""), "sources": reply["sources"], **extra, "close": True}
+        yield sse({**closing, "error": reply["error"] or False})
+        final: dict[str, Any] = {
+            "uuid": answer_id,
+            "type": "finalizeResponseStream",
+            "close": True,
+            "error": False,
+        }
+        if reply["textResponse"]:
+            final |= {"chatId": chat_id, "metrics": reply["metrics"], "sources": reply["sources"], **extra}
+        yield sse(final)
     except httpx.HTTPStatusError as exc:  # refused by the server after the stream began (busy, 403)
         done = True
         yield sse(abort(_detail(exc.response)))
@@ -574,15 +871,26 @@ async def stream_events(request: Request, run: dict[str, Any], thread_id: str) -
 
 
 def chunk(answer_id: str, text: str) -> dict[str, Any]:
-    """One ``textResponseChunk`` of a streamed answer."""
-    return chat_reply("textResponseChunk", text, answer_id=answer_id, close=False, error=False)
+    """One ``textResponseChunk`` of a streamed answer (``handleDefaultStreamResponseV2`` of ``responses.js``).
+
+    ``id`` is given beside AnythingLLM's ``uuid`` for clients that read whole answers' ``id``.
+    """
+    return {
+        "uuid": answer_id,
+        "id": answer_id,
+        "sources": [],
+        "type": "textResponseChunk",
+        "textResponse": text,
+        "close": False,
+        "error": False,
+    }
 
 
 async def chat_stream(request: Request, thread_slug: str | None) -> Response:
     """One chat turn, streamed as server-sent events."""
     _, run, thread_id = await start_chat(request, thread_slug)
     if thread_id is None:
-        return StreamingResponse(iter([sse(reset_reply())]), media_type="text/event-stream")
+        return StreamingResponse(iter([sse(reset_reply(streamed=True))]), media_type="text/event-stream")
     return StreamingResponse(
         stream_events(request, run, thread_id),
         media_type="text/event-stream",
@@ -614,38 +922,86 @@ async def thread_stream_chat(request: Request) -> Response:
     return await chat_stream(request, request.path_params["thread"])
 
 
-def history_of(values: dict[str, Any]) -> list[dict[str, Any]]:
-    """The conversation as the thread keeps it, in AnythingLLM's ``history`` shape.
+def history_of(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat log rows as AnythingLLM's ``history`` (``convertToChatHistory`` of ``responses.js``).
 
-    That is what the thread shows and the model is given: each user message and each answer, without the
-    tool rounds between them.
+    Each exchange is a user item (``role content sentAt attachments chatId``) then an assistant item
+    (``type role content sources chatId sentAt feedbackScore metrics``). The chat log keeps neither the
+    attachments' bytes, a feedback score nor metrics, so those are ``[]``, ``null`` and ``{}``; ``type``
+    is the turn's route (``chat``, ``query``, ``agent``).
     """
     history: list[dict[str, Any]] = []
-    for message in values.get("messages") or []:
-        text = text_of(message.get("content"))
-        if message.get("type") == "human":
-            history.append({"role": "user", "content": text})
-        elif message.get("type") == "ai" and not message.get("tool_calls") and text:
-            history.append({"role": "assistant", "content": text, "sources": []})
+    for row in rows:
+        sent = int(row["created_at"].timestamp())
+        sources = row.get("sources") or []
+        history.append(
+            {"role": "user", "content": row["prompt"], "sentAt": sent, "attachments": [], "chatId": row["id"]}
+        )
+        history.append(
+            {
+                "type": row.get("route") or "chat",
+                "role": "assistant",
+                "content": row["response"],
+                "sources": [source_record(s) for s in sources if isinstance(s, dict)],
+                "chatId": row["id"],
+                "sentAt": sent,
+                "feedbackScore": None,
+                "metrics": {},
+            }
+        )
     return history
 
 
+async def logged_rows(
+    thread_id: str, *, only_included: bool, limit: int | None, order: str
+) -> list[dict[str, Any]]:
+    """A thread's chat log rows in id order (``order``: ``asc`` or ``desc``), at most ``limit``."""
+    query = "SELECT id, prompt, response, sources, route, created_at FROM chat_log WHERE thread_id = %s"
+    query += " AND include" if only_included else ""
+    query += " ORDER BY id DESC" if order == "desc" else " ORDER BY id"
+    params: tuple[Any, ...] = (thread_id,)
+    if limit is not None:
+        query, params = query + " LIMIT %s", (thread_id, limit)
+    await ensure_schema("chat_log", CHAT_LOG_SCHEMA)
+    async with connection() as conn:
+        cur = await conn.execute(query, params)
+        return list(await cur.fetchall())
+
+
 async def chat_history(request: Request, key: str, name: str) -> Response:
-    """A conversation's ``{"history": [...]}``; an unknown thread slug is 404, an unknown session empty."""
+    """A conversation's ``{"history": [...]}``; an unknown thread slug is 404, an unknown session empty.
+
+    Read from the chat log of the conversation's current thread, as AnythingLLM reads its
+    ``workspace_chats``. A thread's chats are its included exchanges, oldest first, whole
+    (``workspaceThread/index.js``); a session's honour ``limit`` (default 100) and ``orderBy``
+    (``asc``/``desc``) and show refusals too (``forWorkspaceByApiSessionId`` of ``workspaceChats.js``).
+    """
     await caller(request)
     slug = request.path_params["slug"]
     async with client_of(request) as client:
         await workspace(client, slug)
         thread_id = await conversation(client, slug, key, name, create=False)
-        if thread_id is None and key == THREAD_KEY:
-            raise ApiError(404, {"message": "Thread not found"})
-        state: Mapping[str, Any] = await client.threads.get_state(thread_id) if thread_id else {}
-    return JSONResponse({"history": history_of(state.get("values") or {})})
+    if thread_id is None and key == THREAD_KEY:
+        raise ApiError(404, {"message": "Thread not found"})
+    if thread_id is None:
+        return JSONResponse({"history": []})
+    if key == THREAD_KEY:
+        rows = await logged_rows(thread_id, only_included=True, limit=None, order="asc")
+    else:
+        try:
+            limit = max(1, int(request.query_params.get("limit") or 100))
+        except ValueError:
+            limit = 100
+        order = request.query_params.get("orderBy")
+        rows = await logged_rows(
+            thread_id, only_included=False, limit=limit, order=order if order in ("asc", "desc") else "asc"
+        )
+    return JSONResponse({"history": history_of(rows)})
 
 
 @endpoint
 async def workspace_chats(request: Request) -> Response:
-    """``GET /workspace/{slug}/chats?apiSessionId=...``: the API conversation's history."""
+    """``GET /workspace/{slug}/chats?apiSessionId=&limit=&orderBy=``: the API conversation's history."""
     return await chat_history(request, SESSION_KEY, request.query_params.get("apiSessionId") or "")
 
 
@@ -779,7 +1135,9 @@ async def upload_document(request: Request) -> Response:
 
 
 routes: list[BaseRoute] = [
+    Route("/auth", check_key, methods=["GET"]),
     Route("/workspaces", list_workspaces, methods=["GET"]),
+    Route("/workspace/{slug}", get_workspace, methods=["GET"]),
     Route("/workspace/{slug}/chat", workspace_chat, methods=["POST"]),
     Route("/workspace/{slug}/chats", workspace_chats, methods=["GET"]),
     Route("/workspace/{slug}/stream-chat", workspace_stream_chat, methods=["POST"]),

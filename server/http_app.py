@@ -14,8 +14,9 @@ before the route could, and Aegra covers FastAPI routes only, not these mounted 
 from __future__ import annotations
 
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.routing import Mount, Route
 
+from .anythingllm_api import ping as anythingllm_ping
 from .anythingllm_api import routes as anythingllm_routes
 from .openai_api import routes as openai_routes
 
@@ -30,5 +31,9 @@ def _application_class() -> type[Starlette]:
 
 
 app = _application_class()(
-    routes=[Mount("/v1", routes=openai_routes), Mount("/api/v1", routes=anythingllm_routes)]
+    routes=[
+        Mount("/v1", routes=openai_routes),
+        Mount("/api/v1", routes=anythingllm_routes),
+        Route("/api/ping", anythingllm_ping, methods=["GET"]),  # AnythingLLM's, outside /api/v1
+    ]
 )

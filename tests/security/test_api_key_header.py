@@ -80,7 +80,7 @@ async def test_every_route_takes_the_key_as_x_api_key(
         wrong = await client.get("/v1/models", headers={"x-api-key": "guess"})
         assert wrong.status_code == 401, wrong.text
         wrong = await client.get("/api/v1/workspaces", headers={"x-api-key": "guess"})
-        assert wrong.status_code == 401, wrong.text
+        assert wrong.status_code == 403 and wrong.json() == {"error": "No valid api key found."}, wrong.text
 
 
 async def test_openai_sdk_with_the_key_in_x_api_key(

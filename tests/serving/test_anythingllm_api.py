@@ -298,13 +298,13 @@ async def check_approval(url: str, llm, workspace: str, database_url: str) -> No
 
 
 async def check_refusals(url: str, workspace: str) -> None:
-    """401 without a key or with a wrong one, 404 for an unknown workspace, 400, 413."""
+    """403 without a key or with a wrong one (AnythingLLM's ``validApiKey``), 404 for an unknown workspace."""
     async with api(url, None) as nobody:
         for headers in ({}, {"Authorization": "Bearer guess"}):
             refused = await nobody.get("/workspaces", headers=headers)
-            assert refused.status_code == 401 and refused.json() == {"error": "No valid api key found."}
+            assert refused.status_code == 403 and refused.json() == {"error": "No valid api key found."}
         refused = await nobody.post(f"/workspace/{workspace}/chat", json={"message": "hi"})
-        assert refused.status_code == 401
+        assert refused.status_code == 403
     async with api(url) as alice:
         unknown = await alice.post("/workspace/no-such-workspace/chat", json={"message": "hi"})
         assert unknown.status_code == 404 and unknown.json()["type"] == "abort"

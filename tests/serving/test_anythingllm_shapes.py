@@ -1,0 +1,310 @@
+"""Issue 37, items 1 and 2: ``/api/v1`` answers in the exact shapes AnythingLLM's own source gives.
+
+Each expected shape names the file of AnythingLLM's source (``Mintplex-Labs/anything-llm``) it is read from:
+
+- ``server/endpoints/api/auth/index.js``: ``GET /v1/auth`` is ``{"authenticated": true}``;
+  ``server/utils/middleware/validApiKey.js``: no key or a wrong one is 403 ``{"error": "No valid api key
+  found."}``; ``server/endpoints/system.js``: ``GET /api/ping`` is ``{"online": true}``, without a key.
+- ``server/endpoints/api/workspace/index.js``: ``GET /v1/workspace/:slug`` is ``{"workspace": [...]}``
+  (``findMany``: an unknown slug is ``[]``), each with ``documents`` and ``threads``; the fields are the
+  ``workspaces`` model of ``server/prisma/schema.prisma``; ``/workspaces`` threads select
+  ``user_id slug name``.
+- ``server/endpoints/api/workspaceThread/index.js`` and ``server/models/workspaceThread.js``: ``thread/new``
+  gives a ``workspace_threads`` row, a slugified slug, and 200 ``{thread: null, message}`` on a duplicate.
+- ``server/utils/chats/apiChatHandler.js`` and ``server/utils/helpers/chat/responses.js``: the chat reply's
+  ``chatId`` and ``metrics``, the ``finalizeResponseStream`` chunk, the one-chunk query refusal, the reset,
+  and ``convertToChatHistory``'s history items; ``LLMPerformanceMonitor.js``: the metrics' keys.
+
+Run under ``langgraph dev`` with API keys (``secured_server``), then all again under ``make serve`` (Aegra);
+the scripted model plays the model.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import httpx
+import psycopg
+
+from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
+from tests.serving.conftest import serve, serving_env  # noqa: F401 - the Aegra fixtures
+from tests.serving.test_anythingllm_api import KEY_SETTING, api, events, make_workspace
+from workspace_agent.samples.scripted_model import text_reply
+
+NO_KEY = {"error": "No valid api key found."}
+#: The ``workspaces`` model's columns (``server/prisma/schema.prisma``, relations left out).
+WORKSPACE_FIELDS = {
+    "id",
+    "name",
+    "slug",
+    "vectorTag",
+    "createdAt",
+    "openAiTemp",
+    "openAiHistory",
+    "lastUpdatedAt",
+    "openAiPrompt",
+    "similarityThreshold",
+    "chatProvider",
+    "chatModel",
+    "topN",
+    "chatMode",
+    "pfpFilename",
+    "agentProvider",
+    "agentModel",
+    "queryRefusalResponse",
+    "vectorSearchMode",
+}
+#: ``workspace_threads`` (``schema.prisma``): what ``WorkspaceThread.new`` returns.
+THREAD_FIELDS = {"id", "name", "slug", "workspace_id", "user_id", "createdAt", "lastUpdatedAt"}
+#: ``StreamMetrics`` of ``LLMPerformanceMonitor.js`` (``model``, ``provider``, ``timestamp`` are optional).
+METRIC_FIELDS = {"prompt_tokens", "completion_tokens", "total_tokens", "outputTps", "duration"}
+#: ``chatSync``'s answered reply (``apiChatHandler.js``); ``uuid`` is ours beside ``id``.
+CHAT_FIELDS = {"id", "type", "close", "error", "chatId", "textResponse", "sources", "metrics"}
+
+
+def fresh() -> str:
+    """A new workspace name (the ``workspace`` fixture's form), for the checks run again under Aegra."""
+    return f"ws-{uuid.uuid4().hex[:8]}"
+
+
+def chat_log_ids(database_url: str, workspace: str) -> list[int]:
+    """The workspace's chat log row ids, oldest first."""
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT id FROM chat_log WHERE workspace = %s ORDER BY id", (workspace,)
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def check_metrics(metrics: dict) -> None:
+    """The keys and types ``LLMPerformanceMonitor`` gives: counts (reported or estimated), seconds, rate."""
+    assert METRIC_FIELDS <= set(metrics), metrics
+    assert all(isinstance(metrics[k], int) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    assert isinstance(metrics["outputTps"], int | float) and isinstance(metrics["duration"], int | float)
+    assert metrics["total_tokens"] == metrics["prompt_tokens"] + metrics["completion_tokens"]
+    assert metrics["duration"] > 0 and metrics["prompt_tokens"] > 0 and metrics["completion_tokens"] > 0
+    assert metrics["outputTps"] == metrics["completion_tokens"] / metrics["duration"]
+
+
+async def test_auth_answers_authenticated(secured_server):  # noqa: F811
+    async with api(secured_server) as alice:
+        checked = await alice.get("/auth")
+        assert checked.status_code == 200 and checked.json() == {"authenticated": True}
+
+
+async def test_no_key_or_a_wrong_one_is_403(secured_server):  # noqa: F811
+    async with api(secured_server, None) as nobody:
+        for headers in ({}, {"Authorization": "Bearer guess"}):
+            for route in ("/auth", "/workspaces"):
+                refused = await nobody.get(route, headers=headers)
+                assert refused.status_code == 403 and refused.json() == NO_KEY, (route, refused.text)
+        refused = await nobody.post("/workspace/default/chat", json={"message": "hi"})
+        assert refused.status_code == 403 and refused.json() == NO_KEY
+
+
+async def test_ping_needs_no_key(secured_server):  # noqa: F811
+    async with httpx.AsyncClient(base_url=secured_server, timeout=60) as plain:
+        ping = await plain.get("/api/ping")
+        assert ping.status_code == 200 and ping.json() == {"online": True}
+
+
+async def test_workspace_by_slug(secured_server, workspace):  # noqa: F811
+    await make_workspace(secured_server, "alice", workspace)
+    async with api(secured_server) as alice, api(secured_server, "bob") as bob:
+        made = await alice.post(f"/workspace/{workspace}/thread/new", json={"slug": "plans"})
+        assert made.status_code == 200, made.text
+        uploaded = await alice.post(
+            "/document/upload",
+            files={"file": ("memo.txt", b"The memo says the budget is 4200 euros.", "text/plain")},
+            data={"addToWorkspaces": workspace},
+        )
+        assert uploaded.status_code == 200, uploaded.text
+
+        got = await alice.get(f"/workspace/{workspace}")
+        assert got.status_code == 200, got.text
+        assert set(got.json()) == {"workspace"} and len(got.json()["workspace"]) == 1
+        record = got.json()["workspace"][0]
+        assert set(record) == WORKSPACE_FIELDS | {"documents", "threads"}
+        assert record["slug"] == workspace and isinstance(record["openAiHistory"], int)
+        assert record["threads"] == [{"user_id": "alice", "slug": "plans"}]
+        assert [d["filename"] for d in record["documents"]] == ["memo.txt"]
+        assert isinstance(json.loads(record["documents"][0]["metadata"]), dict)
+
+        assert (await bob.get(f"/workspace/{workspace}")).json() == {"workspace": []}, "a stranger's slug"
+        missing = await alice.get("/workspace/no-such-workspace")
+        assert missing.status_code == 200 and missing.json() == {"workspace": []}
+
+
+async def test_workspaces_have_every_field_and_their_threads(secured_server, workspace):  # noqa: F811
+    await make_workspace(secured_server, "alice", workspace)
+    async with api(secured_server) as alice:
+        made = await alice.post(f"/workspace/{workspace}/thread/new", json={"name": "Plans", "slug": "plans"})
+        assert made.status_code == 200, made.text
+        listed = {w["slug"]: w for w in (await alice.get("/workspaces")).json()["workspaces"]}
+        assert set(listed[workspace]) == WORKSPACE_FIELDS | {"threads"}
+        assert listed[workspace]["threads"] == [{"user_id": "alice", "slug": "plans", "name": "Plans"}]
+
+
+async def test_new_thread_row_slug_and_duplicate(secured_server, workspace):  # noqa: F811
+    await make_workspace(secured_server, "alice", workspace)
+    async with api(secured_server) as alice:
+        made = await alice.post(
+            f"/workspace/{workspace}/thread/new", json={"name": "Plans", "slug": "Q3 Plan!"}
+        )
+        assert made.status_code == 200, made.text
+        thread = made.json()["thread"]
+        assert set(thread) == THREAD_FIELDS and made.json()["message"] is None
+        assert thread["slug"] == "q3-plan-bang" and thread["name"] == "Plans"
+        assert isinstance(thread["createdAt"], str) and isinstance(thread["lastUpdatedAt"], str)
+        again = await alice.post(f"/workspace/{workspace}/thread/new", json={"slug": "q3 plan!"})
+        assert again.status_code == 200 and again.json()["thread"] is None
+        assert isinstance(again.json()["message"], str) and again.json()["message"]
+
+
+async def test_chat_reply_has_chat_id_and_metrics(secured_server, llm, workspace, database_url):  # noqa: F811
+    await make_workspace(secured_server, "alice", workspace)
+    async with api(secured_server) as alice:
+        llm.reset()
+        llm.push(text_reply("Hello there."))
+        said = await alice.post(f"/workspace/{workspace}/chat", json={"message": "Hi", "sessionId": "s1"})
+        reply = said.json()
+        assert CHAT_FIELDS <= set(reply) <= CHAT_FIELDS | {"uuid"}, reply
+        assert reply["type"] == "textResponse" and reply["error"] is None and reply["close"] is True
+        assert isinstance(reply["chatId"], int)
+        assert reply["chatId"] == chat_log_ids(database_url, workspace)[-1]
+        check_metrics(reply["metrics"])
+
+
+async def test_stream_ends_with_finalize_chunk(secured_server, llm, workspace, database_url):  # noqa: F811
+    await make_workspace(secured_server, "alice", workspace)
+    async with api(secured_server) as alice:
+        llm.reset()
+        llm.push(text_reply("Streamed hello."))
+        streamed = await alice.post(
+            f"/workspace/{workspace}/stream-chat", json={"message": "Hi again", "sessionId": "s1"}
+        )
+        chunks = events(streamed.text)
+        final = chunks[-1]
+        assert set(final) == {"uuid", "type", "close", "error", "chatId", "metrics", "sources"}, final
+        assert final["type"] == "finalizeResponseStream"
+        assert final["close"] is True and final["error"] is False
+        assert final["chatId"] == chat_log_ids(database_url, workspace)[-1]
+        check_metrics(final["metrics"])
+        closing = chunks[-2]
+        assert closing["type"] == "textResponseChunk" and closing["close"] is True
+        assert closing["textResponse"] == "" and closing["uuid"] == final["uuid"]
+
+
+async def test_reset_reply(secured_server, workspace):  # noqa: F811
+    await make_workspace(secured_server, "alice", workspace)
+    async with api(secured_server) as alice:
+        for route in ("chat", "stream-chat"):
+            body = {"message": "", "reset": True, "sessionId": "s1"}
+            answer = await alice.post(f"/workspace/{workspace}/{route}", json=body)
+            reset = answer.json() if route == "chat" else events(answer.text)[0]
+            assert reset["textResponse"] == "Chat history was reset!" and reset["metrics"] == {}
+            assert reset["type"] == "textResponse" and reset["close"] is True and reset["error"] is None
+            assert ("attachments" in reset) is (route == "stream-chat")
+            if route == "stream-chat":
+                assert reset["attachments"] == [] and len(events(answer.text)) == 1
+
+
+async def test_query_refusal_is_one_text_response(secured_server, llm, workspace):  # noqa: F811
+    await make_workspace(secured_server, "alice", workspace)
+    async with api(secured_server) as alice:
+        llm.reset()
+        for route in ("chat", "stream-chat"):
+            body = {"message": "What does the memo say?", "mode": "query", "sessionId": f"q-{route}"}
+            answer = await alice.post(f"/workspace/{workspace}/{route}", json=body)
+            refusal = answer.json() if route == "chat" else events(answer.text)
+            if route == "stream-chat":
+                assert len(refusal) == 1, refusal
+                refusal = refusal[0]
+                assert refusal["attachments"] == []
+            assert refusal["type"] == "textResponse" and refusal["close"] is True and refusal["error"] is None
+            assert refusal["textResponse"] and refusal["sources"] == [] and refusal["metrics"] == {}
+            assert "chatId" not in refusal
+        assert llm.requests == [], "a refusal asks no model"
+
+
+async def chat_three_times(url: str, llm, workspace: str) -> list[int]:
+    """Three turns of session ``h``; their ``chatId``s."""
+    llm.reset()
+    llm.push(text_reply("One."), text_reply("Two."), text_reply("Three."))
+    async with api(url) as alice:
+        said = [
+            await alice.post(f"/workspace/{workspace}/chat", json={"message": text, "sessionId": "h"})
+            for text in ("first", "second", "third")
+        ]
+    return [s.json().get("chatId") for s in said]
+
+
+async def test_history_items(secured_server, llm, workspace):  # noqa: F811
+    await make_workspace(secured_server, "alice", workspace)
+    ids = await chat_three_times(secured_server, llm, workspace)
+    async with api(secured_server) as alice:
+        history = (await alice.get(f"/workspace/{workspace}/chats", params={"apiSessionId": "h"})).json()
+        items = history["history"]
+        assert [(i["role"], i["content"]) for i in items] == [
+            ("user", "first"),
+            ("assistant", "One."),
+            ("user", "second"),
+            ("assistant", "Two."),
+            ("user", "third"),
+            ("assistant", "Three."),
+        ]
+        user, assistant = items[0], items[1]
+        assert set(user) == {"role", "content", "sentAt", "attachments", "chatId"}
+        assert set(assistant) == {
+            "type",
+            "role",
+            "content",
+            "sources",
+            "chatId",
+            "sentAt",
+            "feedbackScore",
+            "metrics",
+        }
+        assert isinstance(user["sentAt"], int) and user["chatId"] == assistant["chatId"] == ids[0]
+        assert assistant["feedbackScore"] is None and assistant["metrics"] == {} and user["attachments"] == []
+
+        made = (await alice.post(f"/workspace/{workspace}/thread/new", json={})).json()["thread"]
+        llm.reset()
+        llm.push(text_reply("In the thread."))
+        await alice.post(f"/workspace/{workspace}/thread/{made['slug']}/chat", json={"message": "hello"})
+        kept = (await alice.get(f"/workspace/{workspace}/thread/{made['slug']}/chats")).json()["history"]
+        assert [(i["role"], i["content"]) for i in kept] == [
+            ("user", "hello"),
+            ("assistant", "In the thread."),
+        ]
+        assert set(kept[1]) >= {"chatId", "sentAt", "metrics", "feedbackScore", "type"}
+
+
+async def test_history_limit_and_order(secured_server, llm, workspace):  # noqa: F811
+    await make_workspace(secured_server, "alice", workspace)
+    await chat_three_times(secured_server, llm, workspace)
+    async with api(secured_server) as alice:
+        newest = await alice.get(
+            f"/workspace/{workspace}/chats", params={"apiSessionId": "h", "limit": 2, "orderBy": "desc"}
+        )
+        assert [i["content"] for i in newest.json()["history"]] == ["third", "Three.", "second", "Two."]
+        oldest = await alice.get(f"/workspace/{workspace}/chats", params={"apiSessionId": "h", "limit": 1})
+        assert [i["content"] for i in oldest.json()["history"]] == ["first", "One."]
+
+
+async def test_shapes_under_make_serve(serve, llm, database_url):  # noqa: F811
+    """The same shapes from ``make serve`` (Aegra), where the routes are mounted the same way."""
+    url = serve(WORKSPACE_AGENT_API_KEYS=KEY_SETTING).urls[0]
+    await test_auth_answers_authenticated(url)
+    await test_no_key_or_a_wrong_one_is_403(url)
+    await test_ping_needs_no_key(url)
+    await test_workspace_by_slug(url, fresh())
+    await test_workspaces_have_every_field_and_their_threads(url, fresh())
+    await test_new_thread_row_slug_and_duplicate(url, fresh())
+    await test_chat_reply_has_chat_id_and_metrics(url, llm, fresh(), database_url)
+    await test_stream_ends_with_finalize_chunk(url, llm, fresh(), database_url)
+    await test_reset_reply(url, fresh())
+    await test_query_refusal_is_one_text_response(url, llm, fresh())
+    await test_history_items(url, llm, fresh())
+    await test_history_limit_and_order(url, llm, fresh())
