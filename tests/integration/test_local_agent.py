@@ -124,3 +124,44 @@ def test_the_default_model_lists_the_documents_and_summarizes_the_pricing_sample
     # the pricing sample's plans, prices and terms (a summary may keep the terms and leave the table out)
     facts = ("Hobby", "Business", "12 EUR", "49 EUR", "per installation", "30 days")
     assert any(fact in summary["answer"] for fact in facts), summary["answer"]
+
+
+async def test_the_default_model_notes_the_computed_figure_or_proposes_no_note(
+    saver, workspace, thread, monkeypatch
+):
+    """Issue 33's CLI question: after "hello", a yearly cost saved as a note holds what calculate returned.
+
+    Before the figure check the 1.5B ran ``calculate("(12 * 12) * 5")``, which returned 720, and proposed
+    the note "5 installations of the Team plan cost 60 EUR per year.". Every note it proposes here must hold
+    a figure a tool of the turn returned and none that no source holds; a turn that proposes no note passes.
+    """
+    from langchain_core.messages import ToolMessage
+    from langgraph.types import Command
+
+    from tests.integration.test_documents import ingest
+    from workspace_agent.graphs.figures import figures
+
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALLING", "CONTEXT_WINDOW"):
+        monkeypatch.delenv(name, raising=False)
+    await ingest(workspace, *sorted(SAMPLES.iterdir()))
+    graph = build_graph(checkpointer=saver)
+    context = Context(workspace=workspace)
+    await graph.ainvoke(user_message("hello, I'm planning a team setup"), thread, context=context)
+    question = "@agent what would 5 installations of that plan cost per year? save it as a note"
+    out = await graph.ainvoke(user_message(question), thread, context=context)
+    proposed = []
+    while "__interrupt__" in out:
+        request = out["__interrupt__"][0].value
+        proposed += [
+            a["args"].get("text", "") for a in request["action_requests"] if a["name"] == "save_note"
+        ]
+        decisions = [{"type": "approve"} for _ in request["action_requests"]]
+        out = await graph.ainvoke(Command(resume={"decisions": decisions}), thread, context=context)
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.status != "error"]
+    computed = {n for m in results if m.name == "calculate" for n in figures(str(m.content))}
+    given = {n for m in results for n in figures(str(m.content))} | figures(question)
+    given |= {n for path in SAMPLES.iterdir() for n in figures(path.read_text())}
+    for note in proposed:
+        stated = figures(note, clock=False)
+        assert stated <= given, f"the note {note!r} states a figure no source holds ({sorted(given)})"
+        assert not computed or stated & computed, f"the note {note!r} leaves out calculate's {computed}"
