@@ -12,7 +12,7 @@ import httpx
 from langgraph_sdk import get_client
 
 from tests.security.conftest import KEYS
-from workspace_agent.samples.scripted_model import ScriptedLLM, tool_reply
+from workspace_agent.samples.scripted_model import ScriptedLLM, text_reply, tool_reply
 
 
 def api(url: str, user: str) -> httpx.AsyncClient:
@@ -54,10 +54,12 @@ async def test_bob_approving_alices_session_is_404_and_nothing_runs(
         ).json()
         assert history == {"history": []}, "bob's attempts started no conversation of his"
         assert len(llm.requests) == asked_of_model, "nothing ran"
-        waiting = (
-            await alice.get(f"/workspace/{workspace}/chats", params={"apiSessionId": "alices-session"})
-        ).json()
-        assert waiting["history"][-1]["role"] == "user", "alice's call still waits for her decision"
+        # alice's call still waits for her decision: her own approve runs it, once
+        llm.push(text_reply("noted"))
+        mine = await alice.post(chat, json={"sessionId": "alices-session", "decisions": decisions})
+        assert mine.status_code == 200 and mine.json()["textResponse"] == "noted", mine.text
+        saves = [r for r in llm.requests if any(m.get("role") == "tool" for m in r["messages"])]
+        assert len(saves) == 1
 
 
 async def test_decisions_for_a_conversation_waiting_for_nothing_are_409(
