@@ -207,9 +207,12 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
 def route_after_model(state: AgentState) -> Literal["approve", "check_figures", "finish"]:
     """G1: tool calls go to approval; a text reply has its figures checked (G3), then ends the turn.
 
-    A reply cut off, or one past the budget, ends the turn as it stands.
+    Calls in a reply cut off, or past the budget, never run: that turn ends. Its text is checked all the
+    same: the 1.5B once copied the results' digest into an answer until the output limit cut it off.
     """
     last = state["messages"][-1]
-    if state.get("stop_reason") in ("max_tokens", "max_tool_calls") or not isinstance(last, AIMessage):
+    if not isinstance(last, AIMessage):
         return "finish"
-    return "approve" if (last.tool_calls or last.invalid_tool_calls) else "check_figures"
+    if last.tool_calls or last.invalid_tool_calls:
+        return "finish" if state.get("stop_reason") in ("max_tokens", "max_tool_calls") else "approve"
+    return "check_figures"

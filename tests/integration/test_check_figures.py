@@ -133,3 +133,15 @@ async def test_a_write_sent_back_once_goes_to_the_person_as_written_the_second_t
     (card,) = out["__interrupt__"]
     assert card.value["action_requests"][0]["args"] == {"text": "It costs 60 EUR per year."}
     assert len(decisions_of(out, "G3")) == 1, "sent back once; the person decides the second time"
+
+
+async def test_an_answer_cut_off_by_the_limit_is_checked_too(llm, saver, workspace, thread):
+    digest = '- calculate({"expression": "(12 * 12) * 5"}) returned: 720\n- calculate({"expression": "(12'
+    out = await turn(
+        llm, saver, workspace, thread,
+        text_reply(digest, finish_reason="length"),
+        text_reply("They cost 720 EUR per year."),
+    )  # fmt: skip
+    assert out["messages"][-1].content == "They cost 720 EUR per year."
+    assert out["stop_reason"] == "max_tokens"
+    assert decisions_of(out, "G3")[0]["outcome"]["machinery"] is True
