@@ -42,7 +42,7 @@ from ..graphs.plan import assemble
 from ..graphs.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
 from ..graphs.services import Services, Toolset
 from ..graphs.state import AgentState, Decision, decision
-from ..providers.prompted.catalog import acts
+from ..providers.prompted.catalog import acts, strings
 from ..providers.tokens import message_text
 
 T = TypeVar("T")
@@ -163,16 +163,6 @@ def check_validity(ai: AIMessage, messages: list[AnyMessage], toolset: Toolset) 
     return Step(answered, [], rest, notes)
 
 
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
 def check_written_figures(calls: list[ToolCall], state: AgentState, toolset: Toolset) -> Step:
     """G3 for a write: a call that changes something states only figures the turn's sources hold.
 
@@ -194,7 +184,7 @@ def check_written_figures(calls: list[ToolCall], state: AgentState, toolset: Too
     notes: list[Decision] = []
     for call in calls:
         tool = toolset.tools.get(call["name"])
-        stray = unsupported(" ".join(_strings(call["args"])), sources) if tool and acts(tool) else []
+        stray = unsupported(" ".join(strings(call["args"])), sources) if tool and acts(tool) else []
         if not stray or call["name"] in refused:
             rest.append(call)
             continue

@@ -229,16 +229,17 @@ def placeholders(args: dict[str, Any], tools: dict[str, dict[str, Any]]) -> list
     known = {n.lower() for n in tools} | _SLOT_WORDS
     known |= {k.lower() for s in tools.values() for k in (s.get("properties") or {})}
     found = []
-    for value in _strings(args):
+    for value in strings(args):
         found += [m.group(0) for m in _SLOT.finditer(value) if m.group(1).lower() in known]
     return found
 
 
-def _strings(value: Any) -> list[str]:
+def strings(value: Any) -> list[str]:
+    """Every string inside a call's arguments, however deep: what a person reads on its card."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
+        return [s for v in value.values() for s in strings(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in strings(v)]
     return []
