@@ -120,6 +120,12 @@ def check_run_settings(values: Mapping[str, Any], user: str | None) -> None:
             "a run cannot set tools: which tools a workspace offers is set on its assistant. A run offers "
             "fewer with without_tools (tool-name patterns)."
         )
+    if "mcp_servers" in values:
+        raise PolicyError(
+            "a run cannot set mcp_servers: which of the deployment's MCP servers a workspace uses is set on "
+            "its assistant (a run's list would replace it, and could name a server the workspace left out). "
+            'A run offers fewer with without_tools (e.g. ["github-*"]).'
+        )
     if "approval_required" in values and "*" not in values["approval_required"]:
         raise PolicyError(
             "a run cannot narrow approval_required: it is the workspace's setting, made on its assistant. "

@@ -501,10 +501,16 @@ async def test_dev_server_runs_an_mcp_call_after_approval_and_resume(
     try:
         client = get_client(url=dev_server)
         thread_id = (await client.threads.create())["thread_id"]
-        context = {"workspace": workspace, "mcp_servers": ["rec"]}
+        # which servers a workspace uses is its assistant's setting; a run may not set it
+        assistant = await client.assistants.create(
+            "agent", context={"workspace": workspace, "mcp_servers": ["rec"]}
+        )
+        context = {"workspace": workspace}
         ask = tool_reply(("rec-echo", {"text": "via the dev server"}))
         llm.push(ask, text_reply("done through dev"))
-        await client.runs.wait(thread_id, "agent", input=user_message("go"), context=context)
+        await client.runs.wait(
+            thread_id, assistant["assistant_id"], input=user_message("go"), context=context
+        )
         state = await client.threads.get_state(thread_id)
         [pending] = state["interrupts"]
         [action] = pending["value"]["action_requests"]
@@ -518,7 +524,7 @@ async def test_dev_server_runs_an_mcp_call_after_approval_and_resume(
 
         result = await client.runs.wait(
             thread_id,
-            "agent",
+            assistant["assistant_id"],
             command={"resume": {"decisions": [{"type": "approve"}]}},
             context=context,
         )

@@ -15,9 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from langgraph_sdk import get_client
 
+from tests.integration.test_mcp import stdio
 from tests.support.helpers import user_message
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.graphs.agent import build_graph
@@ -167,3 +169,38 @@ async def test_a_read_that_hangs_times_out_and_never_stalls_the_sessions_thread(
         assert "calculate" in toolset.tools
     finally:
         release.set()
+
+
+async def test_a_run_cannot_widen_the_mcp_servers_its_workspace_uses(
+    llm, dev_server, dev_mcp_config, workspace, tmp_path
+):
+    """The workspace uses ``rec`` only; a run naming ``other`` too would reach a server the owner left out."""
+    record, other = tmp_path / "rec.jsonl", tmp_path / "other.jsonl"
+    dev_mcp_config.write_text(
+        json.dumps({"mcpServers": {"rec": stdio("rec", record), "other": stdio("other", other)}})
+    )
+    try:
+        client = get_client(url=dev_server)
+        assistant = await client.assistants.create(
+            "agent", context={"workspace": workspace, "mcp_servers": ["rec"]}
+        )
+        for widened in (["rec", "other"], ["other"], []):
+            thread_id = (await client.threads.create())["thread_id"]
+            llm.reset()
+            with pytest.raises(httpx.HTTPStatusError) as refused:
+                await client.runs.wait(
+                    thread_id,
+                    assistant["assistant_id"],
+                    input=user_message("hi"),
+                    context={"workspace": workspace, "mcp_servers": widened},
+                )
+            assert refused.value.response.status_code == 403, widened
+            assert "cannot set mcp_servers" in refused.value.response.text
+            assert llm.requests == [], "nothing ran"
+        llm.push(text_reply("ok"))
+        thread_id = (await client.threads.create())["thread_id"]
+        await client.runs.wait(thread_id, assistant["assistant_id"], input=user_message("hi"))
+        offered = {t["function"]["name"] for t in llm.requests[0].get("tools", [])}
+        assert not any(name.startswith("other-") for name in offered), offered
+    finally:
+        dev_mcp_config.unlink(missing_ok=True)
