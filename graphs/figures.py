@@ -8,6 +8,13 @@ answer may state. Small counts (up to ``SMALL``) pass: sentences use them withou
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from ..providers.tokens import message_text
+from .conversation import turn_start
+from .plan import Plan, assemble
 
 #: Dates and times of day, whose parts are the clock's, not figures: "2026-12-04", "14:05", "December 4".
 CLOCK = re.compile(
@@ -58,3 +65,18 @@ def problems(answer: str, sources: str) -> tuple[list[float], bool]:
 def shown(value: float) -> str:
     """A figure as a person writes it: 720, not 720.0."""
     return f"{value:g}" if value != int(value) else str(int(value))
+
+
+def turn_sources(plan: Plan, messages: Sequence[BaseMessage]) -> tuple[list[ToolMessage], str]:
+    """The running turn's tool results that ran, and the text a figure may come from.
+
+    That text is those results in full and the prompt the model read (the system prompt with the date, the
+    history, the documents, the question).
+
+    Both G3 checks read the same sources, so an answer and a write's card are held to one standard.
+    """
+    results = [
+        m for m in messages[turn_start(messages) :] if isinstance(m, ToolMessage) and m.status != "error"
+    ]
+    text = [message_text(m) for m in [*assemble(plan, messages), *results]]
+    return results, "\n".join(text)

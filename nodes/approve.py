@@ -36,9 +36,8 @@ from ..graphs.approval import (
 )
 from ..graphs.context import Context
 from ..graphs.conversation import EXECUTED_PREFIX, results_in_words, turn_start
-from ..graphs.figures import shown, unsupported
+from ..graphs.figures import shown, turn_sources, unsupported
 from ..graphs.forks import fork_of
-from ..graphs.plan import assemble
 from ..graphs.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
 from ..graphs.services import Services, Toolset
 from ..graphs.state import AgentState, Decision, decision
@@ -172,13 +171,11 @@ def check_written_figures(calls: list[ToolCall], state: AgentState, toolset: Too
     a call of the same tool refused once already this turn goes on to the policy and the person as written.
     """
     messages = state["messages"]
-    turn = messages[turn_start(messages) :]
-    ran = [m for m in turn if isinstance(m, ToolMessage) and m.status != "error"]
+    ran, sources = turn_sources(state["plan"], messages)
     if not ran:
         return Step([], [], calls, [])
+    turn = messages[turn_start(messages) :]
     refused = {m.name for m in turn if isinstance(m, ToolMessage) and message_text(m).startswith(STRAY_WRITE)}
-    request = assemble(state["plan"], messages)
-    sources = "\n".join([*(message_text(m) for m in request), *(message_text(m) for m in ran)])
     answered: list[ToolMessage] = []
     rest: list[ToolCall] = []
     notes: list[Decision] = []

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ..graphs.context import Context
 from ..graphs.conversation import results_in_words, turn_start
-from ..graphs.figures import problems, shown
+from ..graphs.figures import problems, shown, turn_sources
 from ..graphs.plan import assemble
 from ..graphs.prompts import ASK_AGAIN_FIGURES, RESULTS_IN_WORDS, SHOWS_MACHINERY, STRAY_FIGURES
 from ..graphs.services import Services
@@ -35,13 +35,13 @@ def _problem(stray: list[float], shows: bool) -> str:
     return " and ".join(p for p in (named, SHOWS_MACHINERY if shows else "") if p)
 
 
-async def _ask_again(state: AgentState, ctx: Context, services: Services, answer: str, problem: str) -> str:
+async def _ask_again(
+    state: AgentState, ctx: Context, services: Services, answer: str, problem: str, words: str
+) -> str:
     """The model's answer written again, without tools, told what is wrong with it and what the tools gave."""
-    messages = state["messages"]
-    request: list[BaseMessage] = assemble(state["plan"], messages)
+    request: list[BaseMessage] = assemble(state["plan"], state["messages"])
     system = [m for m in request[:1] if isinstance(m, SystemMessage)]
     question = next((m for m in reversed(request) if isinstance(m, HumanMessage)), HumanMessage(""))
-    words = RESULTS_IN_WORDS + "\n".join(results_in_words(messages[turn_start(messages) :]))
     ask = ASK_AGAIN_FIGURES.format(answer=answer, problem=problem, results=words)
     prompt = [*system, HumanMessage(message_text(question) + "\n\n" + ask)]
     options: dict[str, Any] = {"max_tokens": ctx.max_tokens or ctx.reply_reserve}
@@ -59,13 +59,12 @@ async def check_figures(state: AgentState, runtime: Runtime[Context], *, service
     """
     messages = state["messages"]
     last = messages[-1]
-    turn = messages[turn_start(messages) :]
-    ran = [m for m in turn if isinstance(m, ToolMessage) and m.status != "error"]
-    if not isinstance(last, AIMessage) or last.tool_calls or last.invalid_tool_calls or not ran:
+    if not isinstance(last, AIMessage) or last.tool_calls or last.invalid_tool_calls:
+        return {}
+    ran, sources = turn_sources(state["plan"], messages[:-1])
+    if not ran:
         return {}
     answer = message_text(last)
-    request = assemble(state["plan"], messages[: len(messages) - 1])
-    sources = "\n".join([*(message_text(m) for m in request), *(message_text(m) for m in ran)])
     stray, shows = problems(answer, sources)
     if not stray and not shows:
         why = "every figure of the answer is in the tool results, the documents or the question"
@@ -73,12 +72,13 @@ async def check_figures(state: AgentState, runtime: Runtime[Context], *, service
     problem = _problem(stray, shows)
     found = {"asked_again": stray, **({"machinery": True} if shows else {})}
     notes = [decision("G3", "code", found, f"the answer {problem}")]
-    again = await _ask_again(state, runtime.context, services, answer, problem)
+    words = RESULTS_IN_WORDS + "\n".join(results_in_words(messages[turn_start(messages) :]))
+    again = await _ask_again(state, runtime.context, services, answer, problem, words)
     still = problems(again, sources) if again else (stray, shows)
     if again and not still[0] and not still[1]:
         notes.append(decision("G3", "model", "answered again", "the second answer holds only what was given"))
         text = again
     else:
         notes.append(decision("G3", "code", "results shown", f"the second answer {_problem(*still)}"))
-        text = RESULTS_IN_WORDS + "\n".join(results_in_words(turn))
+        text = words
     return {"messages": [last.model_copy(update={"content": text})], "decisions": notes}
