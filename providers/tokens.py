@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -74,15 +75,17 @@ def message_text(message: BaseMessage | dict) -> str:
     return "\n".join(parts)
 
 
-def count_message(message: BaseMessage) -> int:
-    """Tokens of a message's text plus its tool-call arguments."""
+def count_message(message: BaseMessage | dict) -> int:
+    """Tokens of a message's text plus its tool-call arguments; an object or a dict as servers send it."""
+    calls = message.get("tool_calls") if isinstance(message, dict) else getattr(message, "tool_calls", None)
     total = count(message_text(message))
-    for call in getattr(message, "tool_calls", None) or []:
-        total += count(f"{call['name']}{call['args']}")
+    for call in calls or []:
+        if isinstance(call, dict):
+            total += count(f"{call.get('name')}{call.get('args')}")
     return total
 
 
-def count_messages(messages: list[BaseMessage]) -> int:
+def count_messages(messages: Sequence[BaseMessage | dict]) -> int:
     """AnythingLLM's estimate of a request: 3 per message of framing, the texts, 5 for the reply primer."""
     return 3 * len(messages) + sum(count_message(m) for m in messages) + 5
 

@@ -41,7 +41,7 @@ from starlette.routing import BaseRoute, Route
 
 from ..graphs.context import Context, ContextError
 from ..providers.embeddings import EmbeddingUnavailable
-from ..providers.tokens import count, ensure_tokenizer, message_text
+from ..providers.tokens import count, count_message, count_messages, ensure_tokenizer, message_text
 from ..skills.documents import embedder
 from .http_common import (
     RouteError,
@@ -353,14 +353,6 @@ def _model_reply(message: Mapping[str, Any]) -> bool:
     )
 
 
-def _tokens_of(message: Mapping[str, Any]) -> int:
-    """Tokens of a stored message's text and tool-call arguments (``providers.tokens.count_message``)."""
-    calls = message.get("tool_calls") or []
-    return count(message_text({"content": message.get("content", "")})) + sum(
-        count(f"{c.get('name')}{c.get('args')}") for c in calls if isinstance(c, dict)
-    )
-
-
 def usage_of(messages: list[dict[str, Any]], start: int, chat: Chat) -> dict[str, Any]:
     """The tokens the model read and wrote in the turn: summed over its calls, as the model server reported.
 
@@ -388,8 +380,8 @@ def usage_of(messages: list[dict[str, Any]], start: int, chat: Chat) -> dict[str
             completion += int(reported.get("output_tokens") or 0)
             continue
         estimated = True
-        prompt += count(chat.system or "") + sum(3 + _tokens_of(m) for m in messages[:i]) + 5
-        completion += _tokens_of(message)
+        prompt += count(chat.system or "") + count_messages(messages[:i])
+        completion += count_message(message)
     usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
