@@ -145,3 +145,13 @@ async def test_an_answer_cut_off_by_the_limit_is_checked_too(llm, saver, workspa
     assert out["messages"][-1].content == "They cost 720 EUR per year."
     assert out["stop_reason"] == "max_tokens"
     assert decisions_of(out, "G3")[0]["outcome"]["machinery"] is True
+
+
+async def test_an_answer_written_as_a_call_is_asked_again(llm, saver, workspace, thread):
+    out = await turn(
+        llm, saver, workspace, thread,
+        text_reply('- save_note({"text": "5 installations cost 720 EUR per year."})'),
+        text_reply("Five installations cost 720 EUR per year."),
+    )  # fmt: skip
+    assert out["messages"][-1].content == "Five installations cost 720 EUR per year."
+    assert decisions_of(out, "G3")[0]["outcome"] == {"asked_again": [], "machinery": True}
