@@ -84,3 +84,10 @@ serve-test-setup:
 # SERVE_INSTANCES=N (default 1), SERVE_PORT (2026), DATABASE_URL, REDIS_URL, MEMORY_EXTRACTION_INTERVAL (3h).
 serve: serve-setup model
 	$(SERVE_VENV)/bin/python -m workspace_agent.server.serve
+
+# The folders' import graph (grimp, what `lint-imports` reads): one line per arrow, with its number of imports.
+graph: setup
+	$(BIN)/python -c "import grimp, itertools; g = grimp.build_graph('workspace_agent'); \
+	tops = sorted({m.split('.')[1] for m in g.modules if '.' in m}); \
+	[print(f'{a:>12} -> {b:<12} {n}') for a, b in itertools.permutations(tops, 2) \
+	 if (n := len(g.find_matching_direct_imports(import_expression=f'workspace_agent.{a}.** -> workspace_agent.{b}.**')))]"

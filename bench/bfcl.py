@@ -33,10 +33,10 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.plan import render_system
+from workspace_agent.core.context import Context
+from workspace_agent.core.plan import render_system
+from workspace_agent.core.settings import model_settings
 from workspace_agent.providers import prompted
-from workspace_agent.providers.chat.endpoint import model_settings
 from workspace_agent.providers.chat.models import chat_model
 from workspace_agent.providers.local.local_model import ensure_local_model_server
 from workspace_agent.providers.paths import data_home

@@ -59,10 +59,10 @@ from rich.console import Console
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.checkpoints.db import run
 from workspace_agent.checkpoints.savers import postgres_saver
+from workspace_agent.core.context import Context
+from workspace_agent.core.settings import context_size
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.providers.local.local_model import LocalModelServer
-from workspace_agent.providers.local.model_server import context_size
 from workspace_agent.providers.paths import data_home
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")

@@ -21,8 +21,8 @@ from common import ToolThenAnswer
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from workspace_agent.checkpoints.savers import postgres_saver
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 
 
 class CountingSerde:

@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from turn_overhead import NoDocuments
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 
 LATENCY = 0.2
 

@@ -48,8 +48,8 @@ from turn_overhead import NoDocuments
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.checkpoints.embedded import database_url
 from workspace_agent.checkpoints.savers import POOL_SIZE, postgres_saver
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.skills.builtin import current_datetime
 
 BASELINE, OURS = "prebuilt create_agent", "workspace-agent"

@@ -16,8 +16,8 @@ from common import ToolThenAnswer, median_ms, timed
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.checkpoints.savers import postgres_saver
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 
 
 class NoDocuments:

@@ -20,8 +20,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import ScriptedLLM
 from workspace_agent.skills.builtin import current_datetime
 

@@ -55,7 +55,7 @@ def validated_context(graph_id: str, values: dict[str, Any]) -> dict[str, Any]:
         ValueError: An unknown graph, field, or a value of the wrong type or range.
     """
     if graph_id == "agent":
-        from ..graphs.context import Context
+        from ..core.context import Context
 
         Context.from_mapping(values)
     elif graph_id == "memory":
@@ -63,7 +63,7 @@ def validated_context(graph_id: str, values: dict[str, Any]) -> dict[str, Any]:
 
         _construct(MemoryContext, values)
     elif graph_id == "ingest":
-        from ..graphs.context import IngestContext
+        from ..core.context import IngestContext
 
         _construct(IngestContext, values)
     else:
@@ -186,7 +186,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """The workspace settings given on the command line: ``--mode`` and ``--set FIELD=VALUE``."""
-    from ..graphs.context import Context, IngestContext, parse_assignments
+    from ..core.context import Context, IngestContext, parse_assignments
     from ..graphs.memory import MemoryContext
 
     schema = {"agent": Context, "memory": MemoryContext, "ingest": IngestContext}[args.graph]

@@ -21,7 +21,7 @@ from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.table import Table
 
-from ..graphs.context import Context
+from ..core.context import Context
 from .activity import Activity, StatusLine, is_progress
 from .endpoint import Endpoint
 

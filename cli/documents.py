@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ..checkpoints.chunks import Document, EmbeddingMismatch
 from ..checkpoints.db import run
-from ..graphs.context import LOCAL_USER, IngestContext, document_scope
+from ..core.context import LOCAL_USER, IngestContext, document_scope
 from ..providers.embeddings import EmbeddingUnavailable
 from ..skills.documents import (
     DEFAULT_CHUNK_OVERLAP,

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
-from ..providers.chat.endpoint import ModelSettings, endpoint_url, model_settings
+from ..core.settings import ModelSettings, model_settings
+from ..providers.chat.endpoint import endpoint_url
 
 DEMO_MODEL = "scripted-demo"
 DEMO_LABEL = "SCRIPTED DEMO SERVER — not a model: it echoes, and asks for the clock on 'time'"

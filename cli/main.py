@@ -14,8 +14,8 @@ import sys
 from typing import Any
 
 from ..checkpoints.db import run
-from ..graphs.context import Context, context_for, document_scope, parse_assignments
-from ..providers.chat.endpoint import ModelSettings
+from ..core.context import Context, context_for, document_scope, parse_assignments
+from ..core.settings import ModelSettings
 from . import assistants
 from .chat import console, err, session
 from .endpoint import prepare_endpoint

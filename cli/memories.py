@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..checkpoints.db import run
-from ..graphs.context import MemoryContext
+from ..core.context import MemoryContext
 from ..graphs.schedule import DEFAULT_INTERVAL, parse_interval
 
 

@@ -20,6 +20,9 @@ from langgraph.store.base import BaseStore
 
 from ..checkpoints.chatlog import PostgresRecords, Records
 from ..checkpoints.chunks import DocumentStore
+from ..core.context import Context, context_for
+from ..core.settings import ModelSettings, model_settings
+from ..core.state import AgentState, InputState, OutputState
 from ..nodes.approve import approve
 from ..nodes.call_model import call_model, route_after_model
 from ..nodes.check_figures import check_figures
@@ -28,15 +31,12 @@ from ..nodes.history import load_history
 from ..nodes.recall import recall
 from ..nodes.retrieve import retrieve
 from ..nodes.route import route
+from ..nodes.services import Services
 from ..nodes.tools import execute_tool, route_tool_calls
 from ..nodes.trim import route_after_trim, trim
 from ..nodes.uploads import AFTER_ROUTE, ingest_uploads, route_uploads
-from ..providers.chat.endpoint import ModelSettings, model_settings
-from .context import Context, context_for
 from .forks import forking
 from .runnables import node, router
-from .services import Services
-from .state import AgentState, InputState, OutputState
 
 
 def build_graph(

@@ -30,13 +30,12 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.config import get_config
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateUpdate
 
 from ..checkpoints.turn_lock import TurnLock, turn_lock_for
+from ..core.state import FORK_KEY
 
-FORK_KEY = "workspace_agent_fork_of"
 #: The configurable key under which a server (``langgraph dev``, Aegra) passes the authenticated user.
 SERVED_USER = "langgraph_auth_user"
 
@@ -50,14 +49,6 @@ STATE_WRITE_REFUSED = (
 
 class StateWriteRefused(PermissionError):
     """A served client tried to write thread state, which only the graph's nodes write."""
-
-
-def fork_of() -> str | None:
-    """The checkpoint this run forked, inside a node; ``None`` on a thread's own line."""
-    try:
-        return get_config()["configurable"].get(FORK_KEY)
-    except RuntimeError:  # called outside a run
-        return None
 
 
 def _target(graph: CompiledStateGraph, input: Any, config: RunnableConfig | None) -> dict[str, Any] | None:

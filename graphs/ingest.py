@@ -22,12 +22,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
+from ..core.context import IngestContext
+from ..core.state import IngestInput, IngestOutput, IngestState
 from ..nodes.ingest.discover import discover, route_files
 from ..nodes.ingest.index_file import index_file
 from ..nodes.ingest.report import report
-from .context import IngestContext
 from .runnables import node
-from .state import IngestInput, IngestOutput, IngestState
 
 __all__ = ["IngestContext", "build_graph", "graph"]
 

@@ -18,17 +18,17 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from ..checkpoints.memories import PostgresMemories
+from ..core.context import MemoryContext, context_for
+from ..core.settings import ModelSettings, model_settings
+from ..core.state import GroupInput, GroupState, MemoryInput, MemoryOutput, MemoryState
 from ..nodes.memory.gate import gate_groups, route_groups
 from ..nodes.memory.observe import observe, route_after_observe
 from ..nodes.memory.read import read_batch, route_after_read
 from ..nodes.memory.reflect import reflect, route_after_reflect
 from ..nodes.memory.select import select_chats
 from ..nodes.memory.store import route_after_store, store
-from ..providers.chat.endpoint import ModelSettings, model_settings
-from .context import MemoryContext, context_for
+from ..nodes.services import MemoryServices
 from .runnables import node
-from .services import MemoryServices
-from .state import GroupInput, GroupState, MemoryInput, MemoryOutput, MemoryState
 
 __all__ = ["MAX_PARALLEL_GROUPS", "MemoryContext", "build_graph", "graph"]
 

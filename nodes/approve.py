@@ -2,7 +2,7 @@
 
 Built-in skills, the program's tools and MCP tools all pass through here under the same fnmatch policy
 (AnythingLLM lets every MCP call through unasked). The interrupt value is langchain's human-in-the-loop
-request (``graphs.approval``), so clients made for it work unchanged; decisions are matched by
+request (``core.approval``), so clients made for it work unchanged; decisions are matched by
 ``tool_call_id`` when given, so a client that reorders its cards cannot approve the wrong call.
 
 The node is five steps, each a function below: validity, budget, policy, remembered grants, a person. Each
@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from ..checkpoints.chatlog import Records
-from ..graphs.approval import (
+from ..core.approval import (
     DECISION_TYPES,
     ActionRequest,
     ApprovalDecision,
@@ -34,15 +34,13 @@ from ..graphs.approval import (
     ResumeError,
     checked_decisions,
 )
-from ..graphs.context import Context
-from ..graphs.conversation import EXECUTED_PREFIX, results_in_words, turn_start
-from ..graphs.figures import shown, turn_sources, unsupported
-from ..graphs.forks import fork_of
-from ..graphs.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
-from ..graphs.services import Services, Toolset
-from ..graphs.state import AgentState, Decision, decision
+from ..core.context import Context
+from ..core.conversation import EXECUTED_PREFIX, message_text, results_in_words, turn_start
+from ..core.figures import shown, turn_sources, unsupported
+from ..core.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
+from ..core.state import AgentState, Decision, decision, fork_of
 from ..providers.prompted.catalog import acts, strings
-from ..providers.tokens import message_text
+from .services import Services, Toolset
 
 T = TypeVar("T")
 

@@ -9,11 +9,11 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
-from ..graphs.context import Context
-from ..graphs.plan import assemble
-from ..graphs.prompts import ALREADY_RUN, CUT_CALL
-from ..graphs.services import Services
-from ..graphs.state import AgentState, Decision, decision
+from ..core.context import Context
+from ..core.conversation import message_text
+from ..core.plan import assemble
+from ..core.prompts import ALREADY_RUN, CUT_CALL
+from ..core.state import AgentState, Decision, decision
 from ..providers.prompted import (
     digest,
     named_unused,
@@ -24,7 +24,7 @@ from ..providers.prompted import (
     withheld_call,
 )
 from ..providers.prompted.streaming import progress, reply_kind
-from ..providers.tokens import message_text
+from .services import Services
 
 
 def _only_repeats(messages: list[AnyMessage]) -> bool:

@@ -19,15 +19,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ..graphs.context import Context
-from ..graphs.conversation import results_in_words, turn_start
-from ..graphs.figures import problems, shown, turn_sources
-from ..graphs.plan import assemble
-from ..graphs.prompts import ASK_AGAIN_FIGURES, RESULTS_IN_WORDS, SHOWS_MACHINERY, STRAY_FIGURES
-from ..graphs.services import Services
-from ..graphs.state import AgentState, decision
+from ..core.context import Context
+from ..core.conversation import message_text, results_in_words, turn_start
+from ..core.figures import problems, shown, turn_sources
+from ..core.plan import assemble
+from ..core.prompts import ASK_AGAIN_FIGURES, RESULTS_IN_WORDS, SHOWS_MACHINERY, STRAY_FIGURES
+from ..core.state import AgentState, decision
 from ..providers.prompted.call_grammar import TEXT_GRAMMAR
-from ..providers.tokens import message_text
+from .services import Services
 
 
 def _problem(stray: list[float], shows: bool) -> str:

@@ -9,11 +9,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from ..checkpoints.chatlog import Exchange
-from ..graphs.context import Context
-from ..graphs.conversation import EXCLUDED, prompt_text, turn_start
-from ..graphs.services import Services
-from ..graphs.state import AgentState, decision
-from ..providers.tokens import message_text
+from ..core.context import Context
+from ..core.conversation import EXCLUDED, message_text, prompt_text, turn_start
+from ..core.state import AgentState, decision
+from .services import Services
 
 TERMINATE = "TERMINATE"
 

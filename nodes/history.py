@@ -2,16 +2,16 @@
 
 The history is read from the thread's ``messages`` in the checkpoint, never from the chat log by thread id,
 so a fork or a replay from an earlier checkpoint gives the model the conversation as it was there, not later
-turns of another branch. How that conversation is read and folded is ``graphs.conversation``.
+turns of another branch. How that conversation is read and folded is ``core.conversation``.
 """
 
 from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from ..graphs.context import Context
-from ..graphs.conversation import conversation
-from ..graphs.state import AgentState, decision
+from ..core.context import Context
+from ..core.conversation import conversation
+from ..core.state import AgentState, decision
 
 
 async def load_history(state: AgentState, runtime: Runtime[Context]) -> dict:

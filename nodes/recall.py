@@ -21,11 +21,11 @@ from ..checkpoints.memories import (
     Memory,
     PostgresMemories,
 )
-from ..graphs.context import Context
-from ..graphs.services import Services
-from ..graphs.state import AgentState, decision
+from ..core.context import Context
+from ..core.conversation import message_text
+from ..core.state import AgentState, decision
 from ..providers.embeddings import embedding_id, get_embeddings
-from ..providers.tokens import message_text
+from .services import Services
 
 
 def memory_source(services: Services) -> PostgresMemories | None:

@@ -8,11 +8,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from ..checkpoints.chunks import ChunkHit, Document, DocumentStore
-from ..graphs.context import Context
-from ..graphs.plan import FRAME, SYSTEM_SHARE, render_system
-from ..graphs.services import Services
-from ..graphs.state import AgentState, decision
-from ..providers.tokens import count, cut_middle, ensure_tokenizer, message_text
+from ..core.context import Context
+from ..core.conversation import message_text
+from ..core.plan import FRAME, SYSTEM_SHARE, render_system
+from ..core.state import AgentState, decision
+from ..providers.tokens import count, cut_middle, ensure_tokenizer
 from ..skills.documents import (
     chunk_context,
     chunk_source,
@@ -21,6 +21,7 @@ from ..skills.documents import (
     pinned_source,
     search,
 )
+from .services import Services
 
 #: Outcomes of ``ingest_uploads`` that leave the dropped file among the workspace's documents.
 IN_WORKSPACE = ("added", "replaced", "unchanged")

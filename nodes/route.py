@@ -8,11 +8,17 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from ..graphs.context import Context
-from ..graphs.conversation import AGENT_PREFIX, EXECUTED_PREFIX, attachments, fold_update, turn_start
-from ..graphs.services import Services
-from ..graphs.state import AgentState, Decision, decision
-from ..providers.tokens import message_text
+from ..core.context import Context
+from ..core.conversation import (
+    AGENT_PREFIX,
+    EXECUTED_PREFIX,
+    attachments,
+    fold_update,
+    message_text,
+    turn_start,
+)
+from ..core.state import AgentState, Decision, decision
+from .services import Services
 
 MAX_MESSAGE_CHARS = 1_000_000
 

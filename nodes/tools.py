@@ -20,11 +20,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import ValidationError
 
-from ..graphs.context import Context
-from ..graphs.conversation import EXECUTED_PREFIX
-from ..graphs.services import Services
-from ..graphs.state import AgentState, Decision, ToolCallState, decision
+from ..core.context import Context
+from ..core.conversation import EXECUTED_PREFIX
+from ..core.state import AgentState, Decision, ToolCallState, decision
 from ..providers.prompted.streaming import progress
+from .services import Services
 
 
 def route_tool_calls(state: AgentState) -> list[Send] | Literal["trim"]:

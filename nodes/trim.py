@@ -15,9 +15,9 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 
-from ..graphs.context import Context
-from ..graphs.conversation import conversation, prompt_text
-from ..graphs.plan import (
+from ..core.context import Context
+from ..core.conversation import conversation, message_text, prompt_text
+from ..core.plan import (
     FRAME,
     HISTORY_SHARE,
     SYSTEM_SHARE,
@@ -28,10 +28,10 @@ from ..graphs.plan import (
     assemble,
     render_system,
 )
-from ..graphs.prompts import context_block, memory_block
-from ..graphs.state import AgentState, decision
+from ..core.prompts import context_block, memory_block
+from ..core.state import AgentState, decision
 from ..providers.prompted.catalog import catalog_reserve
-from ..providers.tokens import count, count_messages, cut_middle, ensure_tokenizer, message_text
+from ..providers.tokens import count, count_messages, cut_middle, ensure_tokenizer
 
 
 def _fit_system(prompt: str, context: str, limit: int) -> tuple[str, str, bool]:

@@ -46,8 +46,8 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from ..checkpoints.chunks import DocumentStore
-from ..graphs.context import Context
-from ..graphs.conversation import (
+from ..core.context import Context
+from ..core.conversation import (
     ATTACHMENT_TYPES,
     BYTE_KEYS,
     attachments,
@@ -55,11 +55,11 @@ from ..graphs.conversation import (
     given_name,
     is_image,
 )
-from ..graphs.services import Services
-from ..graphs.state import AgentState, Decision, decision
+from ..core.state import AgentState, Decision, decision
 from ..skills.documents import index_document
 from ..skills.extraction import extract_bounded
 from ..skills.loaders import SUPPORTED_SUFFIXES, content_hash, positive_setting
+from .services import Services
 
 LIMIT_ENV, FILES_ENV, TOTAL_ENV = "UPLOAD_MAX_BYTES", "UPLOAD_MAX_FILES", "UPLOAD_MAX_TOTAL_BYTES"
 DEFAULT_LIMIT, DEFAULT_FILES, DEFAULT_TOTAL = 20 * 1024 * 1024, 10, 50 * 1024 * 1024

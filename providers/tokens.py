@@ -22,6 +22,7 @@ from pathlib import Path
 import tiktoken
 from langchain_core.messages import BaseMessage
 
+from ..core.conversation import message_text
 from .paths import data_home
 
 ENCODING = "cl100k_base"
@@ -59,20 +60,6 @@ async def ensure_tokenizer() -> None:
 def count(text: str) -> int:
     """Tokens of one text; special tokens are counted as plain text, as AnythingLLM does."""
     return len(encoding().encode(text, disallowed_special=()))
-
-
-def message_text(message: BaseMessage | dict) -> str:
-    """The text a message carries, with content blocks joined (web clients send lists of blocks)."""
-    content = message.get("content", "") if isinstance(message, dict) else message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return "\n".join(parts)
 
 
 def count_message(message: BaseMessage | dict) -> int:

@@ -66,8 +66,8 @@ from starlette.routing import BaseRoute, Route
 from ..checkpoints.chatlog import SCHEMA as CHAT_LOG_SCHEMA
 from ..checkpoints.chunks import Document, DocumentStore
 from ..checkpoints.db import connection, ensure_schema
-from ..graphs.approval import ResumeError, checked_decisions
-from ..graphs.context import Context, ContextError, document_scope
+from ..core.approval import ResumeError, checked_decisions
+from ..core.context import Context, ContextError, document_scope
 from ..nodes.uploads import MIME_SUFFIXES, upload_limit
 from ..providers.tokens import count as token_count
 from ..providers.tokens import ensure_tokenizer

@@ -33,7 +33,7 @@ from uuid import UUID, uuid5
 
 from langgraph_sdk import Auth
 
-from ..graphs.context import ContextError
+from ..core.context import ContextError
 from ..graphs.forks import STATE_WRITE_REFUSED
 from .policy import (
     PolicyError,

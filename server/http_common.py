@@ -19,9 +19,8 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Assistant
 from starlette.requests import Request
 
-from ..graphs.conversation import ATTACHMENT_TYPES
+from ..core.conversation import ATTACHMENT_TYPES, message_text
 from ..nodes.route import MAX_MESSAGE_CHARS
-from ..providers.tokens import message_text
 from .auth import LOCAL_USER, SERVICE, api_keys, authenticate
 
 #: The largest request body the routes read (bytes), a chat's on either API included; more is refused with

@@ -39,9 +39,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from ..graphs.context import Context, ContextError
+from ..core.context import Context, ContextError
+from ..core.conversation import message_text
 from ..providers.embeddings import EmbeddingUnavailable
-from ..providers.tokens import count, count_message, count_messages, ensure_tokenizer, message_text
+from ..providers.tokens import count, count_message, count_messages, ensure_tokenizer
 from ..skills.documents import embedder
 from .http_common import (
     RouteError,

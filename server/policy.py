@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from ..graphs.context import Context, ContextError, IngestContext, MemoryContext, check_type
-from ..graphs.conversation import ATTACHMENT_TYPES
+from ..core.context import Context, ContextError, IngestContext, MemoryContext, check_type
+from ..core.conversation import ATTACHMENT_TYPES
 from ..nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
 
 #: A run's own narrowing, which an assistant may not set: a run wins the merge, so it could clear them.

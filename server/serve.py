@@ -198,7 +198,8 @@ def schedule_memories(url: str, db_url: str, interval: str | None, service: str)
 
 def prepare_model() -> str:
     """Say which model the graphs will use; start the shared local model now rather than at the first turn."""
-    from ..providers.chat.endpoint import endpoint_url, model_settings
+    from ..core.settings import model_settings
+    from ..providers.chat.endpoint import endpoint_url
 
     settings = model_settings()
     if settings.kind != "local":

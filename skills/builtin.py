@@ -15,7 +15,7 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
 from ..checkpoints.chatlog import NoteKey, Records
 from ..checkpoints.chunks import DocumentStore
-from ..graphs.context import document_scope
+from ..core.context import document_scope
 from .calculator import calculate
 from .document_tools import document_tools
 from .workers import workers

@@ -13,7 +13,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.runtime import get_runtime
 
 from ..checkpoints.chunks import DocumentStore
-from ..graphs.context import Context
+from ..core.context import Context
 from .documents import NO_CONTEXT, Found, chunk_source, index_document, linear_tables, search
 from .loaders import content_hash
 

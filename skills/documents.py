@@ -21,11 +21,11 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from ..checkpoints.chunks import ChunkHit, Document, DocumentStore, require_space
+from ..core.context import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from ..providers.embeddings import EmbeddingUnavailable, embedding_id, get_embeddings
 from ..providers.tokens import count, ensure_tokenizer
 from .loaders import UnreadableDocument
 
-DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_BATCH_SIZE = 1000, 20, 64
 PINNED_PREVIEW = 1000
 CONTINUED = "...continued on in source document..."
 NO_CONTEXT = "There was no relevant context for that query in this workspace's documents."

@@ -27,8 +27,8 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.types import interrupt
 
 from ..checkpoints.chunks import Document, DocumentStore
-from ..graphs.context import Context
-from ..graphs.prompts import SECTION_PROMPT, WHOLE_DOCUMENT
+from ..core.context import Context
+from ..core.prompts import SECTION_PROMPT, WHOLE_DOCUMENT
 from ..providers.tokens import count, encoding
 from .document_tools import live_settings
 

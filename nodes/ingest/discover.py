@@ -11,8 +11,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from ...checkpoints.chunks import DocumentStore
-from ...graphs.context import IngestContext
-from ...graphs.state import IngestState, decision
+from ...core.context import IngestContext
+from ...core.state import IngestState, decision
 from ...skills.documents import embedder
 from ...skills.loaders import SUPPORTED_SUFFIXES, OutsideRoots, document_roots, inside_roots
 

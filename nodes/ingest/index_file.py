@@ -10,8 +10,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ...checkpoints.chunks import DocumentStore
-from ...graphs.context import IngestContext
-from ...graphs.state import FileTask, decision
+from ...core.context import IngestContext
+from ...core.state import FileTask, decision
 from ...skills.documents import index_document
 from ...skills.extraction import extract_bounded
 from ...skills.loaders import content_hash, document_roots, read_document

@@ -7,8 +7,8 @@ from typing import Any, cast
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from ...graphs.context import IngestContext
-from ...graphs.state import IngestState
+from ...core.context import IngestContext
+from ...core.state import IngestState
 
 OUTCOMES = ("added", "unchanged", "replaced", "failed")
 

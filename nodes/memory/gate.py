@@ -14,8 +14,8 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from ...graphs.context import MemoryContext
-from ...graphs.state import Decision, MemoryState, Report, decision
+from ...core.context import MemoryContext
+from ...core.state import Decision, MemoryState, Report, decision
 from .rows import DONE, skipped_row
 
 

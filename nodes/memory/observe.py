@@ -7,11 +7,11 @@ from typing import Literal
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ...graphs.context import MemoryContext
-from ...graphs.prompts import OBSERVER_PROMPT
-from ...graphs.services import MemoryServices
-from ...graphs.state import GroupState, decision
-from ...providers.tokens import message_text
+from ...core.context import MemoryContext
+from ...core.conversation import message_text
+from ...core.prompts import OBSERVER_PROMPT
+from ...core.state import GroupState, decision
+from ..services import MemoryServices
 from .answers import MAX_OBSERVATIONS, Observations, parse_answer
 from .rows import DONE, batch_failed
 

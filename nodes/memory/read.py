@@ -11,9 +11,9 @@ from typing import Literal
 
 from langgraph.runtime import Runtime
 
-from ...graphs.context import MemoryContext
-from ...graphs.services import MemoryServices
-from ...graphs.state import GroupState, decision
+from ...core.context import MemoryContext
+from ...core.state import GroupState, decision
+from ..services import MemoryServices
 from .rows import DONE
 
 

@@ -8,11 +8,11 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ...checkpoints.memories import GLOBAL_LIMIT, WORKSPACE_LIMIT, Memory
-from ...graphs.context import MemoryContext
-from ...graphs.prompts import REFLECTOR_PROMPT
-from ...graphs.services import MemoryServices
-from ...graphs.state import GroupState, decision
-from ...providers.tokens import message_text
+from ...core.context import MemoryContext
+from ...core.conversation import message_text
+from ...core.prompts import REFLECTOR_PROMPT
+from ...core.state import GroupState, decision
+from ..services import MemoryServices
 from .answers import Proposals, parse_answer
 from .rows import DONE, batch_failed
 

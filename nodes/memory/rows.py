@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from langgraph.graph import END
 
-from ...graphs.state import GroupState, Report, decision
+from ...core.state import GroupState, Report, decision
 
 #: LangGraph's ``END`` as the literal that route functions' ``Literal`` types name (langgraph types it str).
 DONE: Literal["__end__"] = "__end__"

@@ -6,9 +6,9 @@ from dataclasses import asdict
 
 from langgraph.runtime import Runtime
 
-from ...graphs.context import MemoryContext
-from ...graphs.services import MemoryServices
-from ...graphs.state import MemoryState, decision
+from ...core.context import MemoryContext
+from ...core.state import MemoryState, decision
+from ..services import MemoryServices
 
 
 async def select_chats(

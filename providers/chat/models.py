@@ -26,7 +26,8 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
-from .endpoint import ModelSettings, endpoint_url, model_settings
+from ...core.settings import ModelSettings, model_settings
+from .endpoint import endpoint_url
 from .loops import loop_local
 
 _FAULTS = (openai.OpenAIError, ValueError, TypeError, KeyError, IndexError, AttributeError)

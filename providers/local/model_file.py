@@ -38,6 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from ...core.settings import (
+    LOCAL_MODELS,
+    MODEL_PATH_ENV,
+    LocalModelError,
+    local_model_key,
+)
 from ..paths import data_home
 
 
@@ -70,7 +76,7 @@ class ModelPin:
 #: The pinned models by their short names; ``LOCAL_MODEL`` takes a short name or a served name.
 PINS = {
     "0.5b": ModelPin(
-        name="qwen2.5-coder-0.5b-instruct",
+        name=LOCAL_MODELS["0.5b"],
         filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         size=491_400_064,
@@ -78,7 +84,7 @@ PINS = {
         version="0.9.0",
     ),
     "1.5b": ModelPin(
-        name="qwen2.5-coder-1.5b-instruct",
+        name=LOCAL_MODELS["1.5b"],
         filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         size=1_117_320_768,
@@ -86,11 +92,6 @@ PINS = {
         version="0.2.0",
     ),
 }
-DEFAULT_PIN = "1.5b"
-#: Environment variable choosing a pinned model (``0.5b`` or ``1.5b``).
-MODEL_ENV = "LOCAL_MODEL"
-#: Environment variable naming any GGUF to serve instead of a pinned model.
-MODEL_PATH_ENV = "LOCAL_MODEL_PATH"
 
 _COPY_BLOCK = 4 * 1024 * 1024
 
@@ -108,14 +109,6 @@ class WheelChunk:
 
 #: A chunk to join: a plain file (an installed wheel's), or one still inside its wheel.
 Chunk = Path | WheelChunk
-
-
-class LocalModelError(RuntimeError):
-    """The local model cannot be provided: a package is missing, a file is absent, or the server failed.
-
-    One base class lets the CLI catch every local-model problem in one place and print its message,
-    which always says what to do next.
-    """
 
 
 class ModelIntegrityError(LocalModelError):
@@ -146,12 +139,7 @@ def pinned_model() -> ModelPin:
         LocalModelError: ``LOCAL_MODEL`` names no pinned model; the message lists them.
 
     """
-    wanted = os.environ.get(MODEL_ENV, "").strip().lower() or DEFAULT_PIN
-    for key, pin in PINS.items():
-        if wanted in (key, pin.name):
-            return pin
-    choices = ", ".join(f"{key} ({pin.name})" for key, pin in PINS.items())
-    raise LocalModelError(f"{MODEL_ENV}={wanted!r} is not a pinned model: choose one of {choices}")
+    return PINS[local_model_key()]
 
 
 def served_name(path: Path) -> str:
@@ -427,7 +415,7 @@ def main(argv: list[str] | None = None) -> None:
     endpoint configured (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``) no local model is needed, and none is
     assembled.
     """
-    from ..chat.endpoint import model_settings
+    from ...core.settings import model_settings
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.parse_args(argv)

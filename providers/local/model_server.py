@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ...core.settings import DEFAULT_CONTEXT, context_size
 from ..paths import data_home
 from .local_model import batch_thread_count, thread_count
 from .model_file import (
@@ -54,8 +55,6 @@ from .model_file import (
 )
 
 #: Tokens the shared server's window holds: ``LOCAL_MODEL_CONTEXT``, default 4096.
-CONTEXT_ENV = "LOCAL_MODEL_CONTEXT"
-DEFAULT_CONTEXT = 4096
 START_TIMEOUT = 120.0
 _RECHECK_SECONDS = 5.0
 _known: dict[Path, tuple[float, RunningModel]] = {}
@@ -82,18 +81,6 @@ class RunningModel:
     def chat_openai_kwargs(self) -> dict[str, str]:
         """``base_url``, ``api_key`` and ``model`` for ``ChatOpenAI(**kwargs)``: the server's own key."""
         return {"base_url": self.base_url, "api_key": self.api_key or "local", "model": self.model_name}
-
-
-def context_size() -> int:
-    """The window the shared server is started with (``LOCAL_MODEL_CONTEXT`` or 4096)."""
-    raw = os.environ.get(CONTEXT_ENV) or str(DEFAULT_CONTEXT)
-    try:
-        size = int(raw)
-    except ValueError:
-        raise LocalModelError(f"{CONTEXT_ENV}={raw!r} is not a number of tokens") from None
-    if size < 512:
-        raise LocalModelError(f"{CONTEXT_ENV}={size} is too small: the model needs at least 512 tokens")
-    return size
 
 
 def _wanted_path() -> str:

@@ -20,9 +20,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from ...graphs.conversation import results_in_words
-from ...graphs.prompts import ASK_ANSWER, ASK_NEXT_STEP, HELD, NAMED_UNUSED, RESULTS_HEADER, SLOT, WAITING
-from ..tokens import count, count_messages, message_text
+from ...core.conversation import message_text, results_in_words
+from ...core.prompts import ASK_ANSWER, ASK_NEXT_STEP, HELD, NAMED_UNUSED, RESULTS_HEADER, SLOT, WAITING
+from ..tokens import count, count_messages
 from .call_grammar import TEXT_GRAMMAR, call_grammar
 from .call_parsing import names_a_tool, parse_reply
 from .catalog import (

@@ -17,9 +17,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
-from ...graphs.context import READ_ONLY_BUILTINS
-from ...graphs.prompts import CATALOG_INSTRUCTIONS, REMINDER
-from ..tokens import count, message_text
+from ...core.context import READ_ONLY_BUILTINS
+from ...core.conversation import message_text
+from ...core.prompts import CATALOG_INSTRUCTIONS, REMINDER
+from ..tokens import count
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SLOT = re.compile(r"<([A-Za-z_]\w*)>")

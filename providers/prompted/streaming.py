@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, mess
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, LLMResult
 from langgraph.config import get_config, get_stream_writer
 
-from ..tokens import message_text
+from ...core.conversation import message_text
 
 FENCE = "```json"
 #: Where the machinery may begin inside a text reply: a code fence, or a brace (a call's JSON, a digest line

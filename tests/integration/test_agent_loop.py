@@ -15,8 +15,8 @@ from tests.support.crash import ROOT, crash_mid_tools, run_turn
 from tests.support.helpers import approve_edit_reject, decisions_of, roles, three_calls, user_message
 from tests.support.tools import make_test_tools, recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage
 
 from tests.support.helpers import decisions_of, user_message
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 QUESTION = "@agent what would 5 installations of the Team plan cost per year? It is 12 EUR a month."

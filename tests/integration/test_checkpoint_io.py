@@ -19,9 +19,9 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from tests.support.helpers import user_message
+from workspace_agent.core.context import Context
 from workspace_agent.graphs import agent as agent_module
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 _caller: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="")

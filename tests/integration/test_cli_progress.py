@@ -30,8 +30,8 @@ from rich.console import Console
 from tests.support.helpers import user_message
 from tests.support.tools import make_test_tools
 from workspace_agent.cli import chat
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 ANSWER = "The tool answered: 20"

@@ -11,8 +11,8 @@ from psycopg.rows import dict_row
 
 from tests.support.helpers import decisions_of, roles, user_message
 from tests.support.tools import make_test_tools
+from workspace_agent.core.context import QUERY_REFUSAL, Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import QUERY_REFUSAL, Context
 from workspace_agent.providers.tokens import count
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 

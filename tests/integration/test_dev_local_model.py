@@ -160,8 +160,8 @@ async def test_a_dead_model_server_is_named_then_restarted_on_the_next_turn(save
     import signal
 
     from tests.support.helpers import user_message
+    from workspace_agent.core.context import Context
     from workspace_agent.graphs.agent import build_graph
-    from workspace_agent.graphs.context import Context
     from workspace_agent.providers.chat.models import ModelEndpointError
 
     for name in MODEL_SETTINGS[:-2]:

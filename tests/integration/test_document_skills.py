@@ -16,8 +16,8 @@ from langgraph_sdk import get_client
 from tests.support.helpers import decisions_of, user_message
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.checkpoints.chunks import DocumentStore
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.providers.tokens import count
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.documents import index_document

@@ -19,8 +19,8 @@ from tests.support.helpers import decisions_of, turn_text, user_message
 from tests.unit.test_ingest_loaders import make_docx, make_pdf
 from workspace_agent.checkpoints.chunks import DocumentStore, EmbeddingMismatch
 from workspace_agent.checkpoints.db import connection
+from workspace_agent.core.context import QUERY_REFUSAL, Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import QUERY_REFUSAL, Context
 from workspace_agent.graphs.ingest import IngestContext
 from workspace_agent.graphs.ingest import graph as ingest_graph
 from workspace_agent.providers.embeddings import EmbeddingUnavailable

@@ -18,9 +18,9 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.support.helpers import free_port, user_message
+from workspace_agent.core.context import Context
+from workspace_agent.core.settings import DEFAULT_TIMEOUT, model_settings
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
-from workspace_agent.providers.chat.endpoint import DEFAULT_TIMEOUT, model_settings
 from workspace_agent.providers.chat.models import ModelEndpointError, chat_model
 from workspace_agent.samples.scripted_model import text_reply
 

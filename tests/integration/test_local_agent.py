@@ -17,8 +17,8 @@ from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
 
 from tests.support.helpers import decisions_of, user_message
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 
 pytestmark = pytest.mark.local_model
 CLI = str(Path(sys.executable).with_name("workspace-agent"))
@@ -139,7 +139,7 @@ async def test_the_default_model_notes_the_computed_figure_or_proposes_no_note(
     from langgraph.types import Command
 
     from tests.integration.test_documents import ingest
-    from workspace_agent.graphs.figures import figures
+    from workspace_agent.core.figures import figures
 
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "NATIVE_TOOL_CALLING", "CONTEXT_WINDOW"):
         monkeypatch.delenv(name, raising=False)

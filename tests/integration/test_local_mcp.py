@@ -18,8 +18,8 @@ from langchain_openai import ChatOpenAI
 from langgraph.types import Command
 
 from tests.support.helpers import decisions_of, user_message
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.skills.mcp import close_mcp
 
 pytestmark = [pytest.mark.local_model, pytest.mark.timeout(900)]  # a 1.5B model on 2 shared cores

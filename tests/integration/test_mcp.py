@@ -27,9 +27,9 @@ from rich.console import Console
 from tests.support.helpers import decisions_of, free_port, user_message
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.cli.mcp_view import show_mcp
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.services import Services
+from workspace_agent.nodes.services import Services
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.mcp import MAX_NAME, close_mcp, load_mcp, tool_name
 from workspace_agent.skills.mcp.config import ENV_VAR

@@ -28,10 +28,10 @@ from workspace_agent.checkpoints.chatlog import Exchange, PostgresRecords
 from workspace_agent.checkpoints.db import connection
 from workspace_agent.checkpoints.memories import GLOBAL_LIMIT, WORKSPACE_LIMIT, PostgresMemories
 from workspace_agent.cli.memories import report_table
+from workspace_agent.core.context import Context
+from workspace_agent.core.prompts import OBSERVER_PROMPT, REFLECTOR_PROMPT
 from workspace_agent.graphs.agent import build_graph as build_agent
-from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.memory import MemoryContext, build_graph
-from workspace_agent.graphs.prompts import OBSERVER_PROMPT, REFLECTOR_PROMPT
 from workspace_agent.samples.scripted_model import echo_rule, text_reply
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ import pytest
 
 from tests.support.helpers import user_message
 from workspace_agent.checkpoints.chunks import DocumentStore
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.documents import index_document
 from workspace_agent.skills.loaders import content_hash

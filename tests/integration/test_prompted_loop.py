@@ -15,9 +15,9 @@ from tests.integration.test_documents import ingest
 from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
+from workspace_agent.core.context import Context
+from workspace_agent.core.prompts import ASK_NEXT_STEP, NAMED_UNUSED, REMINDER
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.prompts import ASK_NEXT_STEP, NAMED_UNUSED, REMINDER
 from workspace_agent.samples.scripted_model import text_reply
 
 VALUES = {"alpha": "7341", "beta": "1002"}

@@ -8,8 +8,8 @@ from langchain_core.tools import StructuredTool
 from langgraph.types import Command
 
 from tests.support.helpers import decisions_of, token, user_message
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.providers.tokens import count
 from workspace_agent.samples.scripted_model import text_reply
 

@@ -22,8 +22,8 @@ from workspace_agent.checkpoints import db
 from workspace_agent.checkpoints.embedded import start_embedded, stop_embedded
 from workspace_agent.checkpoints.liveness import RECONNECT_MAX_DELAY
 from workspace_agent.checkpoints.savers import sync_postgres_saver
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply
 
 

@@ -19,8 +19,8 @@ from tests.support.helpers import approve_edit_reject, decisions_of, three_calls
 from tests.support.tools import make_test_tools, recorded
 from workspace_agent.checkpoints.memories import PostgresMemories
 from workspace_agent.checkpoints.savers import sync_postgres_saver, sync_sqlite_saver
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.ingest import IngestContext
 from workspace_agent.graphs.ingest import build_graph as build_ingest
 from workspace_agent.graphs.memory import MemoryContext

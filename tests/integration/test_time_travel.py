@@ -9,8 +9,8 @@ from __future__ import annotations
 from langgraph_sdk import get_client
 
 from tests.support.helpers import user_message
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply
 
 

@@ -16,8 +16,8 @@ from langgraph_sdk import get_client
 from tests.support.helpers import decisions_of, turn_text, user_message
 from tests.unit.test_ingest_loaders import make_docx, make_pdf
 from workspace_agent.checkpoints.chunks import DocumentStore
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply
 
 PDF_TEXT = "The aurora survey budget is 4200 euros for the winter season."

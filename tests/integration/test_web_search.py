@@ -15,8 +15,8 @@ import pytest
 
 from tests.support.helpers import user_message
 from tests.support.web_server import Answer, WebServer
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills import web_search as ws
 from workspace_agent.skills.web_search import web_search_tools

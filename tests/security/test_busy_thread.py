@@ -22,8 +22,8 @@ from tests.security.conftest import KEYS
 from tests.support.helpers import user_message
 from tests.support.tools import make_test_tools, recorded
 from workspace_agent.checkpoints.turn_lock import ThreadBusy
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 

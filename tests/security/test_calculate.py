@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.helpers import decisions_of, user_message
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.builtin import builtin_tools
 from workspace_agent.skills.calculator import CalculationRefused, calculate

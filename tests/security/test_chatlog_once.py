@@ -12,8 +12,8 @@ from tests.support.helpers import user_message
 from workspace_agent.checkpoints import chatlog
 from workspace_agent.checkpoints.chatlog import Exchange, PostgresRecords
 from workspace_agent.checkpoints.db import connection, ensure_schema
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply
 
 

@@ -18,8 +18,8 @@ from langgraph_sdk import get_client
 
 from tests.support.helpers import user_message
 from tests.support.tools import make_test_tools, recorded
+from workspace_agent.core.context import ContextError
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import ContextError
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 CLI = str(Path(sys.executable).with_name("workspace-agent"))

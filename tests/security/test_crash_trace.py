@@ -11,8 +11,8 @@ from __future__ import annotations
 from tests.support.crash import crash_mid_tools
 from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import make_test_tools
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 

@@ -21,8 +21,8 @@ from langgraph_sdk import get_client
 
 from tests.support.helpers import user_message
 from tests.support.tools import make_test_tools, recorded
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.nodes.approve import ResumeError, match_decisions
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 

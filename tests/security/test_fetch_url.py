@@ -17,8 +17,8 @@ import pytest
 from tests.support.helpers import user_message
 from tests.support.web_server import Answer, WebServer
 from tests.unit.test_ingest_loaders import make_pdf
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills import web
 from workspace_agent.skills.web import address_refusal, fetch_url_tool, web_tools

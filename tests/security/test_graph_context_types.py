@@ -10,7 +10,7 @@ import pytest
 
 from tests.integration.test_memory import marks, seed, user_of
 from workspace_agent.checkpoints.memories import PostgresMemories
-from workspace_agent.graphs.context import ContextError
+from workspace_agent.core.context import ContextError
 from workspace_agent.graphs.ingest import build_graph as build_ingest
 from workspace_agent.graphs.memory import build_graph as build_memory
 

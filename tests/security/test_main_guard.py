@@ -39,7 +39,7 @@ with Path(os.environ["TOP_LEVEL_LOG"]).open("a") as log:
 
 from workspace_agent.checkpoints.savers import sync_postgres_saver
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
+from workspace_agent.core.context import Context
 
 with sync_postgres_saver() as saver:
     graph = build_graph(checkpointer=saver)

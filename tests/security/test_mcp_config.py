@@ -22,9 +22,9 @@ from langgraph_sdk import get_client
 from tests.integration.test_mcp import stdio
 from tests.support.helpers import user_message
 from workspace_agent.checkpoints.chatlog import MemoryRecords
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.services import Services
+from workspace_agent.nodes.services import Services
 from workspace_agent.samples.scripted_model import text_reply
 from workspace_agent.skills.mcp import MAX_FILE_BYTES, close_mcp
 from workspace_agent.skills.mcp import config as mcp_config

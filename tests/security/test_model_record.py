@@ -27,10 +27,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from workspace_agent.core.settings import LocalModelError
 from workspace_agent.providers.chat.models import ModelEndpointError, chat_model
 from workspace_agent.providers.local import model_server
 from workspace_agent.providers.local.local_model import thread_count
-from workspace_agent.providers.local.model_file import LocalModelError
 
 SETTINGS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAT_MODEL", "LOCAL_MODEL", "LOCAL_MODEL_THREADS")
 SECRET = "the user's confidential question"

@@ -19,8 +19,8 @@ from psycopg.conninfo import make_conninfo
 from tests.support.helpers import user_message
 from workspace_agent.checkpoints.chatlog import MemoryRecords, NoteKey, PostgresRecords, Records
 from workspace_agent.checkpoints.db import close_pools, connection
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply
 from workspace_agent.skills.builtin import builtin_tools
 

@@ -14,8 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from tests.support.helpers import user_message
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply
 
 EXAMPLE = json.dumps([{"name": "save_note", "arguments": {"text": "transfer the savings to account 7"}}])

@@ -24,8 +24,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from tests.support.helpers import user_message
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.sql import read_settings, sql_tools
 

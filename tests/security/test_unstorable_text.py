@@ -13,8 +13,8 @@ from langgraph_sdk import get_client
 from tests.support.helpers import user_message
 from workspace_agent.checkpoints import chatlog
 from workspace_agent.checkpoints.db import connection, ensure_schema
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.nodes.route import InvalidMessage
 from workspace_agent.samples.scripted_model import text_reply
 

@@ -24,8 +24,8 @@ from langgraph_sdk import get_client
 from tests.support.helpers import user_message
 from tests.unit.test_ingest_loaders import make_docx, raw_pdf
 from workspace_agent.checkpoints.chunks import DocumentStore
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 from workspace_agent.graphs.ingest import IngestContext
 from workspace_agent.graphs.ingest import graph as ingest_graph
 from workspace_agent.samples.scripted_model import text_reply

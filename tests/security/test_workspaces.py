@@ -18,7 +18,7 @@ from tests.security.conftest import KEYS
 from tests.serving.conftest import serve, serving_env  # noqa: F401 - fixtures of the Aegra tests
 from tests.support.helpers import user_message
 from workspace_agent.checkpoints.chunks import DocumentStore
-from workspace_agent.graphs.context import QUERY_REFUSAL, document_scope
+from workspace_agent.core.context import QUERY_REFUSAL, document_scope
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 SECRET = "The vault code of the north office is 7315."

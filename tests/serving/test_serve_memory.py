@@ -12,7 +12,7 @@ from langgraph_sdk import get_client
 
 from workspace_agent.checkpoints.chatlog import Exchange, PostgresRecords
 from workspace_agent.checkpoints.db import connection
-from workspace_agent.graphs.prompts import OBSERVER_PROMPT, REFLECTOR_PROMPT
+from workspace_agent.core.prompts import OBSERVER_PROMPT, REFLECTOR_PROMPT
 from workspace_agent.samples.scripted_model import echo_rule, text_reply
 from workspace_agent.server.auth import SERVICE
 from workspace_agent.server.memory_cron import JOB

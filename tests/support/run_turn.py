@@ -15,8 +15,8 @@ from langgraph.types import Command
 
 from tests.support.tools import make_test_tools
 from workspace_agent.checkpoints.savers import postgres_saver
+from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context
 
 
 async def main() -> None:

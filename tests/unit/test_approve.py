@@ -9,8 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import StructuredTool
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.services import Toolset
+from workspace_agent.core.context import Context
 from workspace_agent.nodes.approve import (
     ResumeError,
     approval_request,
@@ -22,6 +21,7 @@ from workspace_agent.nodes.approve import (
     match_decisions,
     needs_approval,
 )
+from workspace_agent.nodes.services import Toolset
 
 CALLS = [
     {"name": "a", "args": {}, "id": "1", "type": "tool_call"},

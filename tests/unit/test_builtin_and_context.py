@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.providers.tokens import message_text
+from workspace_agent.core.context import Context
+from workspace_agent.core.conversation import message_text
 from workspace_agent.skills.builtin import calculate
 
 
@@ -45,7 +45,7 @@ def test_content_blocks_are_joined_as_text():
 
 
 def test_set_values_are_json_except_for_text_fields():
-    from workspace_agent.graphs.context import ContextError, parse_assignments
+    from workspace_agent.core.context import ContextError, parse_assignments
 
     assert parse_assignments(
         ['auto_approved=["a-*"]', "history_limit=5", "workspace=2024", "model=gpt-4o"]
@@ -64,7 +64,7 @@ def test_set_values_are_json_except_for_text_fields():
 
 
 def test_optional_and_list_fields_take_exactly_their_types():
-    from workspace_agent.graphs.context import ContextError
+    from workspace_agent.core.context import ContextError
 
     assert Context(model="x", context_window=None, auto_approved=("a",), also_ask=[]).auto_approved == ("a",)
     for bad in [

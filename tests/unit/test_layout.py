@@ -4,7 +4,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ["graphs", "nodes", "checkpoints", "providers", "skills", "cli", "server", "samples"]
+FOLDERS = ["core", "graphs", "nodes", "checkpoints", "providers", "skills", "cli", "server", "samples"]
 #: The one module servers load by file path, which therefore imports the package by absolute names.
 BY_PATH = {"server/entry.py"}
 
@@ -53,8 +53,9 @@ def test_the_links_name_every_folder_and_nothing_else():
         assert (links / folder).is_symlink() and (links / folder).resolve() == ROOT / folder
 
 
-#: Modules under nodes/ that are not nodes: the memory nodes' answer schemas and report rows.
-HELPERS = {("nodes", "memory", "answers"), ("nodes", "memory", "rows")}
+#: Modules under nodes/ that are not nodes: what the nodes use (services), the memory nodes' answer schemas
+#: and report rows.
+HELPERS = {("nodes", "services"), ("nodes", "memory", "answers"), ("nodes", "memory", "rows")}
 
 
 def test_no_node_module_imports_another_node_module():

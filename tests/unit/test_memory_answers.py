@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workspace_agent.graphs.context import ContextError, IngestContext, MemoryContext
+from workspace_agent.core.context import ContextError, IngestContext, MemoryContext
 from workspace_agent.graphs.schedule import parse_interval
 from workspace_agent.nodes.memory.answers import MalformedAnswer, Observations, Proposals, parse_answer
 

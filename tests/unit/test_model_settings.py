@@ -15,10 +15,16 @@ from pydantic import TypeAdapter
 
 from workspace_agent.checkpoints.chatlog import MemoryRecords
 from workspace_agent.cli.endpoint import DEMO_MODEL, choose_endpoint, demo_settings
+from workspace_agent.core.context import Context, MemoryContext, context_for
+from workspace_agent.core.settings import (
+    DEFAULT_PIN,
+    DEFAULT_TIMEOUT,
+    LOCAL_TIMEOUT,
+    LocalModelError,
+    model_settings,
+)
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.graphs.context import Context, MemoryContext, context_for
-from workspace_agent.graphs.services import Services
-from workspace_agent.providers.chat.endpoint import DEFAULT_TIMEOUT, LOCAL_TIMEOUT, model_settings
+from workspace_agent.nodes.services import Services
 from workspace_agent.providers.chat.models import chat_model
 from workspace_agent.providers.local import local_model, model_server
 from workspace_agent.providers.local.local_model import (
@@ -28,9 +34,7 @@ from workspace_agent.providers.local.local_model import (
     thread_count,
 )
 from workspace_agent.providers.local.model_file import (
-    DEFAULT_PIN,
     PINS,
-    LocalModelError,
     ModelPin,
     ensure_model_file,
     pinned_model,

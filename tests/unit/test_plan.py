@@ -8,8 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import TypeAdapter
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.plan import Plan, assemble
+from workspace_agent.core.context import Context
+from workspace_agent.core.plan import Plan, assemble
 from workspace_agent.nodes.trim import build_prompt
 
 CALLS = [{"name": "t", "args": {}, "id": f"c{i}", "type": "tool_call"} for i in range(2)]

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from workspace_agent.graphs.prompts import ASK_NEXT_STEP, HELD, NAMED_UNUSED
+from workspace_agent.core.prompts import ASK_NEXT_STEP, HELD, NAMED_UNUSED
 from workspace_agent.providers.prompted import digest, named_unused, parse_tool_calls, withheld_call
 from workspace_agent.providers.prompted.call_parsing import names_a_tool, parse_reply
 from workspace_agent.providers.prompted.catalog import (

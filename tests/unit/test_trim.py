@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from workspace_agent.graphs.context import Context
-from workspace_agent.graphs.plan import assemble, render_system
+from workspace_agent.core.context import Context
+from workspace_agent.core.plan import assemble, render_system
 from workspace_agent.nodes.trim import build_prompt
 from workspace_agent.providers.tokens import count, count_messages, cut_middle
 

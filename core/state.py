@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, cast
 from langchain_core.messages import AnyMessage
 from langchain_core.messages.tool import ToolCall
 from langgraph.channels.delta import DeltaChannel
+from langgraph.config import get_config
 from langgraph.graph.message import Messages, add_messages
 from typing_extensions import TypedDict
 
@@ -196,3 +197,15 @@ class FileTask(TypedDict):
     """The input of one ``index_file`` task, sent by ``route_files``."""
 
     path: str
+
+
+#: The configurable key naming the checkpoint a run forked (``graphs/forks.py`` sets it, never a caller).
+FORK_KEY = "workspace_agent_fork_of"
+
+
+def fork_of() -> str | None:
+    """The checkpoint this run forked, inside a node; ``None`` on a thread's own line."""
+    try:
+        return get_config()["configurable"].get(FORK_KEY)
+    except RuntimeError:  # called outside a run
+        return None

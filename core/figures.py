@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ..providers.tokens import message_text
-from .conversation import turn_start
+from .conversation import message_text, turn_start
 from .plan import Plan, assemble
 
 #: Dates and times of day, whose parts are the clock's, not figures: "2026-12-04", "14:05", "December 4".

@@ -12,7 +12,8 @@ from langchain_core.tools import BaseTool
 from ..checkpoints.chatlog import Records
 from ..checkpoints.chunks import DocumentStore
 from ..checkpoints.memories import PostgresMemories
-from ..providers.chat.endpoint import ModelSettings, model_settings
+from ..core.context import Context, MemoryContext, document_scope
+from ..core.settings import ModelSettings, model_settings
 from ..providers.chat.models import chat_model
 from ..skills.builtin import builtin_tools
 from ..skills.mcp import load_mcp
@@ -20,7 +21,6 @@ from ..skills.sql import sql_tools
 from ..skills.summaries import summary_tools
 from ..skills.web import web_tools
 from ..skills.web_search import web_search_tools
-from .context import Context, MemoryContext, document_scope
 
 
 @dataclass

@@ -18,7 +18,20 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 
-from ..providers.tokens import message_text
+
+def message_text(message: BaseMessage | dict) -> str:
+    """The text a message carries, with content blocks joined (web clients send lists of blocks)."""
+    content = message.get("content", "") if isinstance(message, dict) else message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "\n".join(parts)
+
 
 #: What a message starts with to ask for the tool-using agent (``route``, A3); the model never reads it.
 AGENT_PREFIX = "@agent"

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, ClassVar, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
-from ..providers.chat.endpoint import ModelSettings, model_settings
-from ..skills.documents import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from ..core.settings import ModelSettings, model_settings
 from .prompts import DEFAULT_SYSTEM_PROMPT
 
+#: How documents are cut and embedded unless a workspace says otherwise (AnythingLLM's defaults).
+DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_BATCH_SIZE = 1000, 20, 64
 QUERY_REFUSAL = "There is no relevant information in this workspace to answer your query."
 #: The user of a local install: authentication off, no ``--user``. Their workspaces keep their bare names.
 LOCAL_USER = "default"
