@@ -186,10 +186,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """The workspace settings given on the command line: ``--mode`` and ``--set FIELD=VALUE``."""
-    from ..core.context import Context, IngestContext, parse_assignments
+    from ..core.context import Context, IngestContext, Settings, parse_assignments
     from ..graphs.memory import MemoryContext
 
-    schema = {"agent": Context, "memory": MemoryContext, "ingest": IngestContext}[args.graph]
+    schemas: dict[str, type[Settings]] = {"agent": Context, "memory": MemoryContext, "ingest": IngestContext}
+    schema = schemas[args.graph]
     return ({"chat_mode": args.mode} if args.mode else {}) | parse_assignments(args.set, schema)
 
 

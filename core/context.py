@@ -14,17 +14,26 @@ test's) reads the environment's settings once, when it is made.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
-import types
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
 from functools import cache
-from typing import Any, ClassVar, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, cast
 
-from ..core.settings import ModelSettings, model_settings
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+
 from .prompts import DEFAULT_SYSTEM_PROMPT
+from .settings import ModelSettings, model_settings
 
 #: How documents are cut and embedded unless a workspace says otherwise (AnythingLLM's defaults).
 DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_BATCH_SIZE = 1000, 20, 64
@@ -52,7 +61,7 @@ READ_ONLY_BUILTINS = [
     "list_documents",
     "summarize_document",
 ]
-SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 # Inclusive bounds of the numeric settings; tool_timeout must also be above 0. The upper bounds keep a
 # typo from reaching PostgreSQL (a LIMIT beyond bigint) or holding a tool for days.
@@ -82,8 +91,8 @@ KNOWN_WINDOWS = {
 }
 
 
-def _meta(description: str) -> dict[str, str]:
-    return {"description": description}
+class ContextError(ValueError):
+    """A setting of the wrong type or out of range; the message names the field."""
 
 
 class _Deployment:
@@ -93,8 +102,8 @@ class _Deployment:
         return "<the deployment's>"
 
 
-#: What a model field holds between the dataclass's ``__init__`` and ``__post_init__`` when it was not set.
-#: A factory default, so the schema clients see shows no default (it depends on the deployment).
+#: What a model field holds until the context's validator fills it, when it was not set. A factory default,
+#: so the schema clients see shows no default (it depends on the deployment).
 DEPLOYMENT: Any = _Deployment()
 
 
@@ -102,180 +111,219 @@ def _deployments() -> Any:
     return DEPLOYMENT
 
 
-class ContextError(ValueError):
-    """A setting of the wrong type or out of range; the message names the field."""
+#: The words a client reads for each kind of wrong value (pydantic's error types): JSON arrives from any
+#: HTTP client, so nothing is coerced (strict mode). Python's truthiness must never decide: a string given
+#: for a list of patterns would be read character by character (its lone ``*`` approving every tool) and
+#: ``"no"`` would count as true.
+WANTS = {
+    "int_type": "a whole number",
+    "bool_type": "true or false",
+    "float_type": "a number",
+    "finite_number": "a number",
+    "string_type": "a string",
+    "list_type": "a list of strings",
+    "dict_type": "an object",
+}
+#: What a text setting with a shape wants, for errors of its pattern or length.
+SHAPES = {
+    "workspace": "a slug (letters, digits, '.', '_', '-'; up to 64, not starting with a sign)",
+    "user_id": "a non-empty string up to 200 characters",
+    "model": "a non-empty string up to 200 characters",
+}
+_TEXT = Field(pattern=r"\S", max_length=200)
 
 
-def _wrong(name: str, expected: str, value: Any) -> ContextError:
-    hint = f'; write ["{value}"]' if expected.startswith("a list") and isinstance(value, str) else ""
-    return ContextError(
-        f"context field {name!r} must be {expected}, got {value!r} ({type(value).__name__}){hint}"
-    )
+def _bounds(name: str, error: ErrorDetails) -> str:
+    """A numeric field's range in words (``from 0 up to 10000``, ``above 0.0 up to 86400.0``)."""
+    if name in RANGES:
+        low, high = RANGES[name]
+        return f"{'above' if name == 'tool_timeout' else 'from'} {low} up to {high}"
+    least = error.get("ctx", {}).get("ge")
+    return f"at least {int(least) if isinstance(least, float) and least.is_integer() else least}"
 
 
-def check_type(name: str, hint: Any, value: Any) -> None:
-    """Raise unless ``value`` has the declared type; nothing is coerced.
+def _says(error: ErrorDetails, prefix: str = "") -> str:
+    """One validation error in words that name the field and what it wants."""
+    loc = [prefix] if prefix else []
+    loc += [f"[{p}]" if isinstance(p, int) else str(p) for p in error["loc"]]
+    name = "".join(p if p.startswith("[") or i == 0 else f".{p}" for i, p in enumerate(loc))
+    kind, value = error["type"], error.get("input")
+    if kind in WANTS:
+        hint = f'; write ["{value}"]' if kind == "list_type" and isinstance(value, str) else ""
+        return f"context field {name!r} must be {WANTS[kind]}, got {value!r} ({type(value).__name__}){hint}"
+    if kind == "literal_error":
+        return f"context field {name!r} must be one of {error.get('ctx', {}).get('expected')}, got {value!r}"
+    if kind in ("greater_than", "greater_than_equal", "less_than_equal"):
+        return f"context field {name!r} must be {_bounds(name, error)}, got {value}"
+    if name in SHAPES and kind.startswith("string_"):
+        return f"context field {name!r} must be {SHAPES[name]}, got {value!r}"
+    if kind == "value_error":
+        return str(error.get("ctx", {}).get("error"))
+    return f"context field {name!r}: {error['msg']}, got {value!r}"
 
-    Values arrive as JSON from any HTTP client, so Python's truthiness and iteration must never decide: a
-    string given for a list of patterns would be read character by character (its lone ``*`` approving every
-    tool) and ``"no"`` would count as true.
+
+def explain(exc: ValidationError, prefix: str = "") -> ContextError:
+    """The first problem of a validation, as a ``ContextError``; unknown names are listed together."""
+    errors = exc.errors()
+    unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"]
+    if unknown:
+        return ContextError(f"unknown context field(s): {', '.join(sorted(unknown))}")
+    return ContextError(_says(errors[0], prefix))
+
+
+@cache
+def _adapter(hint: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(hint, config=ConfigDict(strict=True, allow_inf_nan=False))
+
+
+def check_value(name: str, hint: Any, value: Any) -> None:
+    """Raise unless ``value`` has type ``hint``, strictly (the server checks a run's settings with this).
+
+    Raises:
+        ContextError: The value has another type; the message names ``name``.
     """
-    origin, args = get_origin(hint), get_args(hint)
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return
-        options = [a for a in args if a is not type(None)]
-        for option in options[1:]:
-            try:
-                return check_type(name, option, value)
-            except ContextError:
-                pass
-        return check_type(name, options[0], value)
-    if origin is Literal:
-        if value not in args:
-            choices = ", ".join(map(str, args))
-            raise ContextError(f"context field {name!r} must be one of {choices}, got {value!r}")
-        return
-    if origin in (list, tuple) or hint in (list, tuple):
-        item = args[0] if args else Any
-        if not isinstance(value, (list, tuple)):
-            raise _wrong(name, "a list of strings" if item is str else "a list", value)
-        for i, v in enumerate(value):
-            check_type(f"{name}[{i}]", item, v)
-        return
-    expected, ok = {
-        bool: ("true or false", lambda v: isinstance(v, bool)),
-        int: ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-        float: (
-            "a number",
-            lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
-        ),
-        str: ("a string", lambda v: isinstance(v, str)),
-        dict: ("an object", lambda v: isinstance(v, dict)),
-    }.get(origin or hint, ("", lambda v: True))
-    if not ok(value):
-        raise _wrong(name, expected, value)
+    try:
+        _adapter(hint).validate_python(value)
+    except ValidationError as exc:
+        raise explain(exc, prefix=name) from None
 
 
-@dataclass(kw_only=True)
-class Context:
+class Settings(BaseModel):
+    """Settings a graph's runs carry, checked strictly by pydantic; a wrong one raises ``ContextError``."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+
+    def __init__(self, /, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise explain(exc) from None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _tuples_as_lists(cls, value: Any) -> Any:
+        """A program's tuple of patterns is a list of them; a string never is (strict mode refuses it)."""
+        return list(value) if isinstance(value, tuple) else value
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any] | None) -> Self:
+        """Build from a plain dict (CLI flags, config files, API bodies), refusing unknown names clearly."""
+        return cls(**dict(values or {}))
+
+
+def _range(name: str) -> Any:
+    low, high = RANGES[name]
+    return Field(gt=low, le=high) if name == "tool_timeout" else Field(ge=low, le=high)
+
+
+class Context(Settings):
     """Settings of one workspace, read by every node of a turn."""
 
     #: The model settings the model fields' defaults and the window's cap come from: those of the graph that
     #: made the context (``context_for``); ``None`` on ``Context`` itself, which reads the environment's.
     deployment: ClassVar[ModelSettings | None] = None
 
-    workspace: str = field(
-        default="default",
-        metadata=_meta("Workspace slug: documents, chat log and memories are scoped by it."),
+    workspace: Annotated[str, Field(pattern=SLUG.pattern)] = Field(
+        default="default", description="Workspace slug: documents, chat log and memories are scoped by it."
     )
-    user_id: str = field(
-        default=LOCAL_USER, metadata=_meta("Whose chat log, approvals and memories these are.")
+    user_id: Annotated[str, _TEXT] = Field(
+        default=LOCAL_USER, description="Whose chat log, approvals and memories these are."
     )
-    chat_mode: Literal["automatic", "chat", "query"] = field(
+    chat_mode: Literal["automatic", "chat", "query"] = Field(
         default="automatic",
-        metadata=_meta(
-            "automatic: agent when the model calls tools natively; chat: plain chat unless the message "
-            "starts with @agent; query: plain chat that answers only from workspace documents."
-        ),
+        description="automatic: agent when the model calls tools natively; chat: plain chat unless the "
+        "message starts with @agent; query: plain chat that answers only from workspace documents.",
     )
-    model: str = field(
+    model: Annotated[str, _TEXT] = Field(
         default_factory=_deployments,
-        metadata=_meta("Model name at the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY)."),
+        description="Model name at the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).",
     )
-    native_tool_calling: bool = field(
+    native_tool_calling: bool = Field(
         default_factory=_deployments,
-        metadata=_meta(
-            "Whether the model calls tools natively; automatic mode uses the agent only then. "
-            "Default: what the deployment's model can do (false for the embedded local model)."
-        ),
+        description="Whether the model calls tools natively; automatic mode uses the agent only then. "
+        "Default: what the deployment's model can do (false for the embedded local model).",
     )
-    system_prompt: str = field(
+    system_prompt: str = Field(
         default=DEFAULT_SYSTEM_PROMPT,
-        metadata=_meta(
-            "System prompt; may use {date} (December 3, 2026), {weekday}, {datetime} (ISO 8601), {user_id} "
-            "and {workspace}."
-        ),
+        description="System prompt; may use {date} (December 3, 2026), {weekday}, {datetime} (ISO 8601), "
+        "{user_id} and {workspace}.",
     )
-    history_limit: int = field(
-        default=20,
-        metadata=_meta("Earlier exchanges of this thread sent to the model, newest kept; 0 = none."),
+    history_limit: Annotated[int, _range("history_limit")] = Field(
+        default=20, description="Earlier exchanges of this thread sent to the model, newest kept; 0 = none."
     )
-    top_n: int = field(default=4, metadata=_meta("Document chunks retrieved per message."))
-    similarity_threshold: float = field(
-        default=0.25, metadata=_meta("Chunks with a cosine similarity below this are dropped (0..1).")
+    top_n: Annotated[int, _range("top_n")] = Field(
+        default=4, description="Document chunks retrieved per message."
     )
-    context_window: int | None = field(
+    similarity_threshold: Annotated[float, _range("similarity_threshold")] = Field(
+        default=0.25, description="Chunks with a cosine similarity below this are dropped (0..1)."
+    )
+    context_window: Annotated[int, _range("context_window")] | None = Field(
         default_factory=_deployments,
-        metadata=_meta(
-            "Tokens the model accepts; empty = known per model, else 8192. Never more than the deployment's "
-            "model accepts (4096 for the embedded local model)."
-        ),
+        description="Tokens the model accepts; empty = known per model, else 8192. Never more than the "
+        "deployment's model accepts (4096 for the embedded local model).",
     )
-    reply_reserve: int = field(default=600, metadata=_meta("Tokens kept free for the reply when trimming."))
-    max_tokens: int | None = field(
+    reply_reserve: Annotated[int, _range("reply_reserve")] = Field(
+        default=600, description="Tokens kept free for the reply when trimming."
+    )
+    max_tokens: Annotated[int, _range("max_tokens")] | None = Field(
         default=None,
-        metadata=_meta(
-            "Most tokens one reply may have, asked of the model; unset: reply_reserve for a prompted model, "
-            "the model's own limit for a native one."
-        ),
+        description="Most tokens one reply may have, asked of the model; unset: reply_reserve for a prompted "
+        "model, the model's own limit for a native one.",
     )
-    temperature: float | None = field(
+    temperature: Annotated[float, _range("temperature")] | None = Field(
         default=None,
-        metadata=_meta("Sampling temperature (AnythingLLM's openAiTemp); unset: the model's own (0 locally)"),
+        description="Sampling temperature (AnythingLLM's openAiTemp); unset: the model's own (0 locally)",
     )
-    max_tool_calls: int = field(
-        default=10, metadata=_meta("Tool executions per turn before the model must answer.")
+    max_tool_calls: Annotated[int, _range("max_tool_calls")] = Field(
+        default=10, description="Tool executions per turn before the model must answer."
     )
-    tool_timeout: float = field(
-        default=60.0, metadata=_meta("Seconds one tool call may run before it is given up.")
+    tool_timeout: Annotated[float, _range("tool_timeout")] = Field(
+        default=60.0, description="Seconds one tool call may run before it is given up."
     )
-    approval_required: list[str] = field(
+    approval_required: list[str] = Field(
         default_factory=lambda: ["*"],
-        metadata=_meta("Tool-name patterns (fnmatch) that need a person's approval."),
+        description="Tool-name patterns (fnmatch) that need a person's approval.",
     )
-    auto_approved: list[str] = field(
+    auto_approved: list[str] = Field(
         default_factory=lambda: list(READ_ONLY_BUILTINS),
-        metadata=_meta(
-            "Tool-name patterns that run without asking; wins over approval_required. MCP: <server>-*."
-        ),
+        description="Tool-name patterns that run without asking; wins over approval_required. MCP: "
+        "<server>-*.",
     )
-    also_ask: list[str] = field(
+    also_ask: list[str] = Field(
         default_factory=list,
-        metadata=_meta(
-            "Tool-name patterns that ask in this run even when auto-approved: how a run's context asks for "
-            "more approval than its assistant. Set per run, not on an assistant."
-        ),
+        description="Tool-name patterns that ask in this run even when auto-approved: how a run's context "
+        "asks "
+        "for more approval than its assistant. Set per run, not on an assistant.",
     )
-    mcp_servers: list[str] | None = field(
+    mcp_servers: list[str] | None = Field(
         default=None,
-        metadata=_meta(
-            "Which of the deployment's MCP servers (its MCP_CONFIG file) this workspace uses, by name; "
-            "empty = all of them, [] = none."
-        ),
+        description="Which of the deployment's MCP servers (its MCP_CONFIG file) this workspace uses, by "
+        "name; empty = all of them, [] = none.",
     )
-    tools: list[str] | None = field(
+    tools: list[str] | None = Field(
         default=None,
-        metadata=_meta(
-            "Which tools this workspace offers, by name or pattern (fnmatch; MCP: <server>-*); unset = all. "
-            "A tool not chosen is neither offered nor run. Set on the workspace's assistant, not per run."
-        ),
+        description="Which tools this workspace offers, by name or pattern (fnmatch; MCP: <server>-*); unset "
+        "= "
+        "all. A tool not chosen is neither offered nor run. Set on the workspace's assistant, not per run.",
     )
-    without_tools: list[str] = field(
+    without_tools: list[str] = Field(
         default_factory=list,
-        metadata=_meta(
-            "Tool-name patterns this run does not offer: how a run's context narrows its assistant's tools. "
-            "Set per run, not on an assistant."
-        ),
+        description="Tool-name patterns this run does not offer: how a run's context narrows its assistant's "
+        "tools. Set per run, not on an assistant.",
     )
-    memories_enabled: bool = field(
-        default=True, metadata=_meta("Use and extract long-term memories of the user in this workspace.")
+    memories_enabled: bool = Field(
+        default=True, description="Use and extract long-term memories of the user in this workspace."
     )
-    query_refusal_response: str = field(
-        default=QUERY_REFUSAL, metadata=_meta("Answer of query mode when no document context was found.")
+    query_refusal_response: str = Field(
+        default=QUERY_REFUSAL, description="Answer of query mode when no document context was found."
     )
 
-    def __post_init__(self) -> None:
+    #: The deployment model's window, which no setting can exceed (``window``).
+    _model_window: int | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _from_the_deployment(self) -> Self:
+        """Fill the model fields nobody set from the deployment, then check what depends on the window."""
         settings = self.deployment if self.deployment is not None else model_settings()
         if self.model is DEPLOYMENT:
             self.model = settings.model
@@ -283,29 +331,13 @@ class Context:
             self.native_tool_calling = settings.native_tool_calling
         if self.context_window is DEPLOYMENT:
             self.context_window = settings.context_window
-        #: The deployment model's window, which no setting can exceed (``window``).
-        self._model_window: int | None = settings.context_window
-        hints = _hints(cast(type, type(self)))  # a dataclass with eq is unhashable, its class is not
-        for f in fields(self):
-            check_type(f.name, hints[f.name], getattr(self, f.name))
-        for name, (low, high) in RANGES.items():
-            value = getattr(self, name)
-            if value is not None and not (low <= value <= high and (name != "tool_timeout" or value > 0)):
-                above = "above" if name == "tool_timeout" else "from"
-                raise ContextError(f"context field {name!r} must be {above} {low} up to {high}, got {value}")
-        if not SLUG.fullmatch(self.workspace):
-            raise ContextError(
-                f"context field 'workspace' must be a slug (letters, digits, '.', '_', '-'; up to 64, "
-                f"not starting with a sign), got {self.workspace!r}"
-            )
-        for name in ("user_id", "model"):
-            if not getattr(self, name).strip() or len(getattr(self, name)) > 200:
-                raise ContextError(f"context field {name!r} must be a non-empty string up to 200 characters")
+        self._model_window = settings.context_window
         if self.reply_reserve >= self.window:
-            raise ContextError(
+            raise ValueError(
                 f"context field 'reply_reserve' ({self.reply_reserve}) must be below the window "
                 f"({self.window})"
             )
+        return self
 
     @property
     def documents(self) -> str:
@@ -326,21 +358,6 @@ class Context:
                 return size
         return 8192
 
-    @classmethod
-    def from_mapping(cls, values: dict[str, Any] | None) -> Context:
-        """Build from a plain dict (CLI flags, config files), rejecting unknown names clearly."""
-        values = dict(values or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown context field(s): {', '.join(unknown)}")
-        return cls(**values)
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls)
-
 
 ContextT = TypeVar("ContextT", bound="Context | MemoryContext")
 
@@ -357,13 +374,12 @@ def context_for(settings: ModelSettings, schema: type[ContextT]) -> type[Context
     return cast(type[ContextT], type(schema.__name__, (schema,), {**namespace, "__doc__": schema.__doc__}))
 
 
-def parse_assignments(items: Iterable[str], schema: type = Context) -> dict[str, Any]:
+def parse_assignments(items: Iterable[str], schema: type[BaseModel] = Context) -> dict[str, Any]:
     """Read the command line's ``name=value`` settings: JSON values, plain text for text fields.
 
     Nothing is converted to fit: ``history_limit=abc`` stays a string, so ``Context`` names the field in its
     error instead of failing later, and a list is written as JSON (``auto_approved='["github-*"]'``).
     """
-    hints = _hints(schema)
     values: dict[str, Any] = {}
     for item in items:
         name, sep, raw = item.partition("=")
@@ -374,113 +390,88 @@ def parse_assignments(items: Iterable[str], schema: type = Context) -> dict[str,
             value = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
-        if hints.get(name) is str and not isinstance(value, str):
+        field = schema.model_fields.get(name)
+        if field is not None and _is_text(field.annotation) and not isinstance(value, str):
             value = raw  # a workspace named 2024 is the text "2024"
         values[name] = value
     return values
 
 
+def _is_text(annotation: Any) -> bool:
+    return annotation is str or getattr(annotation, "__origin__", None) is str
+
+
 # The memory and ingest graphs' settings: the same checks as ``Context``, each error naming its field.
 
 
-def check_fields(settings: Any) -> None:
-    """Check every field of a settings dataclass against its declared type (``check_type``).
-
-    Raises:
-        ContextError: A field of the wrong type; the message names it.
-    """
-    hints = get_type_hints(type(settings))
-    for f in fields(settings):
-        check_type(f.name, hints[f.name], getattr(settings, f.name))
-
-
-def check_at_least(name: str, value: float, low: float) -> None:
-    """Refuse a number below ``low``, naming the field.
-
-    Raises:
-        ContextError: ``value`` is below ``low``.
-    """
-    if value < low:
-        raise ContextError(f"context field {name!r} must be at least {low}, got {value}")
-
-
-@dataclass(kw_only=True)
-class MemoryContext:
+class MemoryContext(Settings):
     """Settings of one memory-extraction run (Studio shows these descriptions in the assistant panel)."""
 
     #: The model settings ``model`` defaults to when ``MEMORY_MODEL`` is unset, as on ``Context``.
     deployment: ClassVar[ModelSettings | None] = None
 
-    workspace: str | None = field(
-        default=None, metadata=_meta("Only this workspace's chats; empty = every workspace.")
+    workspace: str | None = Field(
+        default=None, description="Only this workspace's chats; empty = every workspace."
     )
-    user_id: str | None = field(default=None, metadata=_meta("Only this user's chats; empty = every user."))
-    min_chats: int = field(
-        default=5, metadata=_meta("Unprocessed chats a user needs in a workspace before they are read.")
+    user_id: str | None = Field(default=None, description="Only this user's chats; empty = every user.")
+    min_chats: int = Field(
+        default=5, ge=1, description="Unprocessed chats a user needs in a workspace before they are read."
     )
-    idle_minutes: float = field(
+    idle_minutes: float = Field(
         default=20.0,
-        metadata=_meta(
-            "Minutes since the group's newest chat before it is read (still active otherwise); 0 = off."
-        ),
+        ge=0,
+        description="Minutes since the group's newest chat before it is read (still active otherwise); 0 = "
+        "off.",
     )
-    batch_size: int = field(
-        default=20, metadata=_meta("Chats per observer call; a group is read in batches.")
+    batch_size: int = Field(
+        default=20, ge=1, description="Chats per observer call; a group is read in batches."
     )
-    max_chars: int = field(default=1500, metadata=_meta("Characters kept of each prompt and each answer."))
-    model: str = field(
+    max_chars: int = Field(
+        default=1500, ge=100, description="Characters kept of each prompt and each answer."
+    )
+    model: str = Field(
         default_factory=_deployments,
-        metadata=_meta(
-            "Model at the OpenAI-compatible endpoint (OPENAI_BASE_URL); default MEMORY_MODEL, else the "
-            "deployment's chat model (the embedded local model when no endpoint is set)."
-        ),
+        description="Model at the OpenAI-compatible endpoint (OPENAI_BASE_URL); default MEMORY_MODEL, else "
+        "the "
+        "deployment's chat model (the embedded local model when no endpoint is set).",
     )
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _from_the_deployment(self) -> Self:
         if self.model is DEPLOYMENT:
             chosen = os.environ.get("MEMORY_MODEL")
             self.model = chosen or (self.deployment or model_settings()).model
-        check_fields(self)
-        check_at_least("min_chats", self.min_chats, 1)
-        check_at_least("idle_minutes", self.idle_minutes, 0)
-        check_at_least("batch_size", self.batch_size, 1)
-        check_at_least("max_chars", self.max_chars, 100)
+        return self
 
 
-@dataclass(kw_only=True)
-class IngestContext:
+class IngestContext(Settings):
     """Where documents go and how they are cut: the per-run context of the ``ingest`` graph."""
 
-    workspace: str = field(
-        default="default", metadata=_meta("Workspace slug the documents are added to and searched in.")
+    workspace: Annotated[str, Field(pattern=SLUG.pattern)] = Field(
+        default="default", description="Workspace slug the documents are added to and searched in."
     )
-    user_id: str = field(
+    user_id: Annotated[str, _TEXT] = Field(
         default=LOCAL_USER,
-        metadata=_meta("Whose workspace it is; with API keys on, always the caller (the server sets it)."),
+        description="Whose workspace it is; with API keys on, always the caller (the server sets it).",
     )
-    chunk_size: int = field(
-        default=DEFAULT_CHUNK_SIZE, metadata=_meta("Characters per chunk (RecursiveCharacterTextSplitter).")
+    chunk_size: int = Field(
+        default=DEFAULT_CHUNK_SIZE, ge=1, description="Characters per chunk (RecursiveCharacterTextSplitter)."
     )
-    chunk_overlap: int = field(
-        default=DEFAULT_CHUNK_OVERLAP, metadata=_meta("Characters shared by neighbouring chunks.")
+    chunk_overlap: int = Field(
+        default=DEFAULT_CHUNK_OVERLAP, ge=0, description="Characters shared by neighbouring chunks."
     )
-    batch_size: int = field(
-        default=DEFAULT_BATCH_SIZE, metadata=_meta("Chunks per request to the embedding model.")
+    batch_size: int = Field(
+        default=DEFAULT_BATCH_SIZE, ge=1, description="Chunks per request to the embedding model."
     )
 
-    def __post_init__(self) -> None:
-        check_fields(self)
-        if not SLUG.fullmatch(self.workspace):
-            raise ContextError(f"context field 'workspace' must be a slug, got {self.workspace!r}")
-        if not self.user_id.strip() or len(self.user_id) > 200:
-            raise ContextError("context field 'user_id' must be a non-empty string up to 200 characters")
-        check_at_least("chunk_size", self.chunk_size, 1)
-        if not 0 <= self.chunk_overlap < self.chunk_size:
-            raise ContextError(
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> Self:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
                 f"context field 'chunk_overlap' must be from 0 up to chunk_size - 1 ({self.chunk_size - 1}), "
                 f"got {self.chunk_overlap}"
             )
-        check_at_least("batch_size", self.batch_size, 1)
+        return self
 
     @property
     def documents(self) -> str:

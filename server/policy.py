@@ -19,10 +19,9 @@ handler of ``threads.create_run`` (``server/auth.py``), the same under ``langgra
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
-from ..core.context import Context, ContextError, IngestContext, MemoryContext, check_type
+from ..core.context import Context, ContextError, IngestContext, MemoryContext, Settings, check_value
 from ..core.conversation import ATTACHMENT_TYPES
 from ..nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
 
@@ -30,7 +29,7 @@ from ..nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
 RUN_ONLY = ("also_ask", "without_tools")
 #: Each graph's context schema by graph id (``langgraph.json``): what the server makes a run's context into,
 #: and so what an assistant's stored context must already be.
-GRAPH_CONTEXTS: dict[str, type] = {
+GRAPH_CONTEXTS: dict[str, type[Settings]] = {
     "agent": Context,
     "memory": MemoryContext,
     "ingest": IngestContext,
@@ -107,7 +106,7 @@ def check_run_settings(values: Mapping[str, Any], user: str | None) -> None:
     for name in ("auto_approved", "approval_required", *RUN_ONLY):
         if name in values:
             try:
-                check_type(name, list[str], values[name])
+                check_value(name, list[str], values[name])
             except ContextError as exc:
                 raise PolicyError(str(exc)) from None
     if values.get("auto_approved", []) != []:
@@ -163,7 +162,7 @@ def check_context_schema(values: Mapping[str, Any], graph_id: str | None) -> Non
     wrong: ContextError | None = None
     unknown: ContextError | None = None
     for schema in schemas:
-        if names := sorted(set(values) - {f.name for f in fields(schema)}):
+        if names := sorted(set(values) - set(schema.model_fields)):
             unknown = unknown or ContextError(f"unknown context field(s): {', '.join(names)}")
             continue
         try:

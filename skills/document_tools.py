@@ -6,7 +6,6 @@ turn's retrieval settings, so the agent's search honours the same threshold and 
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
@@ -28,8 +27,7 @@ def live_settings() -> Context:
     if isinstance(ctx, Context):
         return ctx
     if isinstance(ctx, dict):
-        known = {f.name for f in fields(Context)}
-        return Context(**{k: v for k, v in ctx.items() if k in known})
+        return Context(**{k: v for k, v in ctx.items() if k in Context.model_fields})
     return Context()
 
 

@@ -30,9 +30,7 @@ def test_context_windows_and_validation(monkeypatch):
 
 
 def test_every_context_field_is_described():
-    from dataclasses import fields
-
-    assert all(f.metadata.get("description") for f in fields(Context))
+    assert all(f.description for f in Context.model_fields.values())
 
 
 def test_content_blocks_are_joined_as_text():
@@ -66,7 +64,7 @@ def test_set_values_are_json_except_for_text_fields():
 def test_optional_and_list_fields_take_exactly_their_types():
     from workspace_agent.core.context import ContextError
 
-    assert Context(model="x", context_window=None, auto_approved=("a",), also_ask=[]).auto_approved == ("a",)
+    assert Context(model="x", context_window=None, auto_approved=("a",), also_ask=[]).auto_approved == ["a"]
     for bad in [
         {"context_window": "4096"},
         {"also_ask": "x"},
