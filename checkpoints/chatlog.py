@@ -13,11 +13,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, LiteralString, NamedTuple, Protocol
 
 from .db import DictConnection, connection, ensure_schema
 
-SCHEMA = [
+SCHEMA: list[LiteralString] = [
     """CREATE TABLE IF NOT EXISTS chat_log (
         id BIGSERIAL PRIMARY KEY,
         workspace TEXT NOT NULL,

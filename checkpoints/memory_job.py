@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, LiteralString
 
 from .memory_tables import (
     COLUMNS,
@@ -82,7 +82,9 @@ class MemoryJob(MemoryTables):
 
         ``idle_seconds`` is measured by the database clock, the one that stamped ``created_at``.
         """
-        where, params = ["c.memory_processed_at IS NULL", "c.include"], []
+        # Constant conditions only, so the query stays a literal; the values go as parameters.
+        where: list[LiteralString] = ["c.memory_processed_at IS NULL", "c.include"]
+        params: list[str] = []
         if workspace is not None:
             where.append("c.workspace = %s")
             params.append(workspace)

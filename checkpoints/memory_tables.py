@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, LiteralString
 
 from psycopg import errors
 
@@ -26,7 +26,7 @@ INJECTED_WORKSPACE_LIMIT = 5
 
 Scope = Literal["global", "workspace"]
 
-SCHEMA = [
+SCHEMA: list[LiteralString] = [
     "CREATE EXTENSION IF NOT EXISTS vector",
     """CREATE TABLE IF NOT EXISTS memories (
         id BIGSERIAL PRIMARY KEY,

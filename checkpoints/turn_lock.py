@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, LiteralString
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
@@ -50,7 +50,7 @@ class _Locks:
         self.guard = threading.Lock()
         self.conn: psycopg.Connection | None = None
 
-    def _execute(self, conninfo: str, sql: str, thread_id: str) -> bool:
+    def _execute(self, conninfo: str, sql: LiteralString, thread_id: str) -> bool:
         for attempt in (1, 2):  # a connection lost with a database restart is opened again once
             try:
                 if self.conn is None or self.conn.closed:

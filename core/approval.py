@@ -17,7 +17,7 @@ the shape only: ``nodes.approve`` checks a resume value against them before it t
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, cast
+from typing import Any, Literal, NotRequired, TypeAlias, cast
 
 from typing_extensions import TypedDict
 
@@ -62,14 +62,36 @@ class EditedAction(TypedDict):
     args: dict[str, Any]
 
 
-class ApprovalDecision(TypedDict):
-    """A person's answer to one action request: ``edited_action`` with an edit, ``message`` with a reject."""
+class _DecisionFields(TypedDict):
+    """What any decision may carry besides its type."""
 
-    type: DecisionType
     tool_call_id: NotRequired[str]
-    edited_action: NotRequired[EditedAction]
     message: NotRequired[str]
     always_allow: NotRequired[bool]
+
+
+class ApproveDecision(_DecisionFields):
+    """Run the call as the model wrote it."""
+
+    type: Literal["approve"]
+
+
+class EditDecision(_DecisionFields):
+    """Run the call with the person's arguments: an edit always carries them (``checked_decisions``)."""
+
+    type: Literal["edit"]
+    edited_action: EditedAction
+
+
+class RejectDecision(_DecisionFields):
+    """Answer the call without running it, with the person's ``message`` when there is one."""
+
+    type: Literal["reject"]
+
+
+#: A person's answer to one action request: ``edited_action`` with an edit, ``message`` with a reject. A union
+#: on ``type``, so code that has checked for an edit may read its action.
+ApprovalDecision: TypeAlias = ApproveDecision | EditDecision | RejectDecision
 
 
 class ApprovalResponse(TypedDict):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal, Required, cast
 
 from langchain_core.messages import AnyMessage
 from langchain_core.messages.tool import ToolCall
@@ -79,10 +79,15 @@ class InputState(TypedDict):
     messages: Conversation
 
 
-class OutputState(TypedDict, total=False):
-    """What a client reads back after a turn."""
+class _OutputMessages(TypedDict, total=False):
+    """The conversation as the output schema publishes it: optional, as clients have always been told."""
 
     messages: Conversation
+
+
+class _TurnOutcome(TypedDict, total=False):
+    """What a turn adds to the conversation for a client to read: how it went and what it drew on."""
+
     route: Route | None
     sources: Annotated[list[dict[str, Any]], cited]
     stop_reason: StopReason | None
@@ -90,8 +95,17 @@ class OutputState(TypedDict, total=False):
     uploads: list[dict[str, Any]]
 
 
-class AgentState(OutputState, total=False):
-    """The whole working state of a turn: the bounded conversation and the running turn's working parts."""
+class OutputState(_OutputMessages, _TurnOutcome, total=False):
+    """What a client reads back after a turn."""
+
+
+class AgentState(InputState, _TurnOutcome, total=False):
+    """The whole working state of a turn: the bounded conversation and the running turn's working parts.
+
+    ``messages`` is required (from ``InputState``): every run's input carries it and its channel keeps it,
+    so every node finds it. The rest may be missing before ``route``, which resets the turn's keys (``plan``
+    to ``{}``, the plan of no model call) as a turn starts.
+    """
 
     query_only: bool
     context: list[str]
@@ -157,9 +171,13 @@ class GroupInput(TypedDict):
 
 
 class GroupState(MemoryOutput, total=False):
-    """One group's walk through its batches; ``batch`` is the chats of the current batch only."""
+    """One group's walk through its batches; ``batch`` is the chats of the current batch only.
 
-    group: dict[str, Any]
+    ``group`` is required: it is the subgraph's input (``GroupInput``). The batch's keys are written by
+    ``read_batch``, so only the nodes after it may count on them.
+    """
+
+    group: Required[dict[str, Any]]
     batch_no: int
     batch: list[dict[str, Any]]
     cursor: list[Any] | None
@@ -206,6 +224,6 @@ FORK_KEY = "workspace_agent_fork_of"
 def fork_of() -> str | None:
     """The checkpoint this run forked, inside a node; ``None`` on a thread's own line."""
     try:
-        return get_config()["configurable"].get(FORK_KEY)
+        return (get_config().get("configurable") or {}).get(FORK_KEY)
     except RuntimeError:  # called outside a run
         return None

@@ -65,6 +65,11 @@ def _at(conf: dict[str, Any], checkpoint_id: str | None = None) -> RunnableConfi
     return {"configurable": {**at, "checkpoint_id": checkpoint_id} if checkpoint_id else at}
 
 
+def _head_id(head: RunnableConfig) -> str:
+    """The checkpoint a saver's tuple is at: its config always says, so a missing id is an error here."""
+    return (head.get("configurable") or {})["checkpoint_id"]
+
+
 def _cleaned(config: RunnableConfig | None, fork: str | None = None) -> RunnableConfig | None:
     """The config without a caller's fork marker; on a fork, marked and pointed at the copy (the head)."""
     conf = (config or {}).get("configurable") or {}
@@ -123,7 +128,7 @@ class ForkingGraph(CompiledStateGraph):
         fork = None
         if (conf := _target(self, input, config)) is not None:
             head = await self.checkpointer.aget_tuple(_at(conf))  # type: ignore[union-attr]
-            if head is not None and head.config["configurable"]["checkpoint_id"] != conf["checkpoint_id"]:
+            if head is not None and _head_id(head.config) != conf["checkpoint_id"]:
                 fork = conf["checkpoint_id"]
                 await self.aupdate_state(_at(conf, fork), None, as_node="__copy__")
         async for chunk in super().astream(input, _cleaned(config, fork), **kwargs):
@@ -147,7 +152,7 @@ class ForkingGraph(CompiledStateGraph):
         fork = None
         if (conf := _target(self, input, config)) is not None:
             head = self.checkpointer.get_tuple(_at(conf))  # type: ignore[union-attr]
-            if head is not None and head.config["configurable"]["checkpoint_id"] != conf["checkpoint_id"]:
+            if head is not None and _head_id(head.config) != conf["checkpoint_id"]:
                 fork = conf["checkpoint_id"]
                 self.update_state(_at(conf, fork), None, as_node="__copy__")
         yield from super().stream(input, _cleaned(config, fork), **kwargs)

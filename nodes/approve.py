@@ -169,7 +169,7 @@ def check_written_figures(calls: list[ToolCall], state: AgentState, toolset: Too
     a call of the same tool refused once already this turn goes on to the policy and the person as written.
     """
     messages = state["messages"]
-    ran, sources = turn_sources(state["plan"], messages)
+    ran, sources = turn_sources(state.get("plan", {}), messages)
     if not ran:
         return Step([], [], calls, [])
     turn = messages[turn_start(messages) :]
@@ -329,9 +329,8 @@ def match_decisions(value: object, calls: list[ToolCall]) -> dict[str | None, Ap
             raise ResumeError(f"decision {i}: no pending tool call {named!r}")
         if call_id in matched:
             raise ResumeError(f"decision {i}: tool call {call_id!r} is answered twice")
-        action = answer.get("edited_action")
-        if answer["type"] == "edit" and action is not None:
-            if action.get("name", by_id[call_id]["name"]) != by_id[call_id]["name"]:
+        if answer["type"] == "edit":
+            if answer["edited_action"].get("name", by_id[call_id]["name"]) != by_id[call_id]["name"]:
                 raise ResumeError(f"decision {i}: an edit cannot change which tool is called")
         matched[call_id] = answer
     missing = [str(c["id"]) for c in calls if c["id"] not in matched]

@@ -174,14 +174,15 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     tools, withheld, decisions = await _offered_tools(state, ctx, services)
     spent = state.get("tool_calls_made", 0) >= ctx.max_tool_calls and withheld is not None
     stop_reason = "max_tool_calls" if spent else None
-    request: list[BaseMessage] = assemble(state["plan"], state["messages"])
+    plan = state.get("plan", {})  # trim's, always there by now; missing, it is the empty plan between turns
+    request: list[BaseMessage] = assemble(plan, state["messages"])
     how = "natively"
     if tools and not ctx.native_tool_calling:
         grammar = services.call_grammar()
         sampled = _sampled(model, ctx, max_tokens=None)  # the prompted turn asks for its own max_tokens
         question = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
         asked = message_text(question) if question is not None else ""
-        given_with = bool(state["plan"].get("context"))  # memories or documents before the person's words
+        given_with = bool(plan.get("context"))  # memories or documents before the person's words
         response, how, notes = await _prompted(
             sampled, request, asked, tools, withheld, ctx, grammar, given_with
         )

@@ -38,7 +38,7 @@ async def _ask_again(
     state: AgentState, ctx: Context, services: Services, answer: str, problem: str, words: str
 ) -> str:
     """The model's answer written again, without tools, told what is wrong with it and what the tools gave."""
-    request: list[BaseMessage] = assemble(state["plan"], state["messages"])
+    request: list[BaseMessage] = assemble(state.get("plan", {}), state["messages"])
     system = [m for m in request[:1] if isinstance(m, SystemMessage)]
     question = next((m for m in reversed(request) if isinstance(m, HumanMessage)), HumanMessage(""))
     ask = ASK_AGAIN_FIGURES.format(answer=answer, problem=problem, results=words)
@@ -60,7 +60,7 @@ async def check_figures(state: AgentState, runtime: Runtime[Context], *, service
     last = messages[-1]
     if not isinstance(last, AIMessage) or last.tool_calls or last.invalid_tool_calls:
         return {}
-    ran, sources = turn_sources(state["plan"], messages[:-1])
+    ran, sources = turn_sources(state.get("plan", {}), messages[:-1])
     if not ran:
         return {}
     answer = message_text(last)

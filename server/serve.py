@@ -211,7 +211,7 @@ def prepare_model() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="serve", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="serve", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--instances", type=int, default=int(os.environ.get("SERVE_INSTANCES", "1")))
     parser.add_argument("--host", default=os.environ.get("SERVE_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("SERVE_PORT", "2026")))

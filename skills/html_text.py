@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import codecs
 
-from lxml import etree
 from lxml import html as lxml_html
+from lxml.etree import ParserError, iterwalk, strip_elements
 
 #: Tags whose text is no part of what a document says, wherever it comes from.
 SCRIPT_TAGS = ("script", "style", "noscript", "template")
@@ -67,7 +67,7 @@ def parse_html(data: bytes, charset: str | None) -> lxml_html.HtmlElement:
         parser, source = lxml_html.HTMLParser(**options), data
     try:
         return lxml_html.document_fromstring(source, parser=parser)
-    except etree.ParserError:  # nothing but whitespace or markup that holds no element
+    except ParserError:  # nothing but whitespace or markup that holds no element
         return lxml_html.Element("html")
 
 
@@ -91,7 +91,7 @@ def _title(root: lxml_html.HtmlElement) -> str:
 def _lines(element: lxml_html.HtmlElement) -> list[str]:
     """The element's text, one block a line, spaces collapsed, empty lines dropped."""
     parts: list[str] = []
-    for event, node in etree.iterwalk(element, events=("start", "end")):
+    for event, node in iterwalk(element, events=("start", "end")):
         if event == "start":
             parts.append(node.text or "")
             continue
@@ -115,7 +115,7 @@ def page_text(
     """
     root = parse_html(data, charset)
     title = _title(root)
-    etree.strip_elements(root, *noise, with_tail=False)
+    strip_elements(root, *noise, with_tail=False)
     body = root.find(".//main")
     for fallback in ("article", "body"):
         body = body if body is not None else root.find(f".//{fallback}")

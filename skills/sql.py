@@ -477,8 +477,12 @@ async def _pg_collect(
     cursor = conn.cursor()
     reading = _Reading(settings)
     conn.bytes_read = 0
+    # psycopg takes text only as a literal (against values pasted into SQL), bytes as they are. Here the whole
+    # statement is the model's by design, held by the role and the read-only transaction, so it goes as the
+    # bytes psycopg would send: the connection's client encoding is UTF-8 (``_pg_connect``).
+    statement = query.encode()
     # psycopg annotates ``stream`` as an AsyncIterator; it is an async generator, with ``aclose``
-    stream_rows = cast(AsyncGenerator[tuple[Any, ...], None], cursor.stream(query, params))
+    stream_rows = cast(AsyncGenerator[tuple[Any, ...], None], cursor.stream(statement, params))
     async with aclosing(stream_rows) as stream:
         async for row in stream:
             if not reading.take(row, conn.bytes_read):

@@ -177,12 +177,13 @@ class Workers:
         except BaseException:  # timed out or cancelled (tool_timeout), or the worker died: stop it
             self._retire(worker)
             raise
-        if status == "error" and isinstance(value, MemoryError):
-            self._retire(worker)  # it may hold on to what it reached; the next call gets a fresh one
-        else:
-            self._give_back(worker)
         if status == "error":
+            if isinstance(value, MemoryError):
+                self._retire(worker)  # it may hold on to what it reached; the next call gets a fresh one
+            else:
+                self._give_back(worker)
             raise value
+        self._give_back(worker)
         return value
 
     def close(self) -> None:

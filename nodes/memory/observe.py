@@ -21,7 +21,7 @@ def render_chats(state: GroupState) -> str:
     group = state["group"]
     blocks = [
         f"--- conversation {i} ---\nUser: {c['prompt']}\nAssistant: {c['response']}"
-        for i, c in enumerate(state["batch"], 1)
+        for i, c in enumerate(state.get("batch") or [], 1)  # read_batch wrote it: observe runs after it
     ]
     return f"Conversations in the workspace {group['workspace']!r}, oldest first:\n\n" + "\n\n".join(blocks)
 

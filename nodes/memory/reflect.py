@@ -26,7 +26,7 @@ def _listing(title: str, memories: list[Memory], limit: int) -> str:
 def render_request(state: GroupState, known: list[Memory]) -> str:
     """Candidates and the kept memories, as the reflector reads them."""
     group = state["group"]
-    candidates = "\n".join(f"- ({c['confidence']}) {c['content']}" for c in state["candidates"])
+    candidates = "\n".join(f"- ({c['confidence']}) {c['content']}" for c in state.get("candidates") or [])
     return "\n\n".join(
         [
             f"Workspace: {group['workspace']!r}",
@@ -55,7 +55,8 @@ async def reflect(state: GroupState, runtime: Runtime[MemoryContext], *, service
         for p in answer.memories
         if p.action != "skip"
     ]
-    why = f"the reflector proposed {len(changes)} change(s) from {len(state['candidates'])} candidate(s)"
+    candidates = state.get("candidates") or []  # observe's: reflect runs only when it found some
+    why = f"the reflector proposed {len(changes)} change(s) from {len(candidates)} candidate(s)"
     return {"changes": changes, "decisions": [decision("M1", "model", changes, why)]}
 
 

@@ -56,5 +56,5 @@ def batch_failed(state: GroupState, error: str) -> dict[str, Any]:
     return {
         "error": error,
         "report": [batch_row(state, error=error)],
-        "decisions": [decision("M1", "code", {"batch": state["batch_no"], "marked": 0}, error)],
+        "decisions": [decision("M1", "code", {"batch": state.get("batch_no", 0), "marked": 0}, error)],
     }

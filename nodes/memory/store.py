@@ -20,8 +20,8 @@ from .rows import DONE, batch_failed, batch_row
 
 async def store(state: GroupState, runtime: Runtime[MemoryContext], *, services: MemoryServices) -> dict:
     """Store the batch's memories (limits and duplicates enforced) and mark exactly its chats."""
-    group, batch_no = state["group"], state["batch_no"]
-    ids = [c["id"] for c in state["batch"]]
+    group, batch_no = state["group"], state.get("batch_no", 0)  # as ``batch_row`` reads them
+    ids = [c["id"] for c in state.get("batch") or []]
     try:
         applied = await services.memories.apply(
             group["user_id"], group["workspace"], [Change(**c) for c in state.get("changes") or []], ids

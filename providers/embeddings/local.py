@@ -155,6 +155,8 @@ class LocalEmbeddings(Embeddings):
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
         hidden = self._session.run(None, feeds)[0]
+        # onnxruntime types an output as any of its kinds; a transformer's first is its dense hidden state
+        assert isinstance(hidden, np.ndarray), f"the model's first output is a {type(hidden).__name__}"
         weights = mask[:, :, None].astype(hidden.dtype)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -240,14 +240,16 @@ class LocalModelServer:
             if self._server is not None:
                 return self
             try:
-                import xllamacpp
+                # the compiled module that defines them: the package re-exports it with ``*``, which a type
+                # checker cannot follow into a binary
+                from xllamacpp.xllamacpp import CommonParams, Server
             except ImportError as error:
                 raise LocalModelError(
                     "the local model needs the 'xllamacpp' package: pip install 'xllamacpp==2026.10.11549'"
                 ) from error
             if self._model_path is None:
                 self._model_path = resolve_model_path(self._cache_dir, self._progress)
-            params = xllamacpp.CommonParams()
+            params = CommonParams()
             params.model.path = str(self._model_path)
             params.model_alias = {self.model_name}
             # Jinja renders the model's own chat template, which is what makes tool and JSON prompts work.
@@ -263,7 +265,7 @@ class LocalModelServer:
             # Needed for the readiness round trip below; /metrics answers only on loopback anyway.
             params.endpoint_metrics = True
             try:
-                server = xllamacpp.Server(params)
+                server = Server(params)
             except RuntimeError as error:
                 raise LocalModelError(f"llama.cpp could not serve {self._model_path}: {error}") from error
             # Server() returns just before llama.cpp's task loop starts, and a shutdown requested in that

@@ -17,6 +17,7 @@ writes ``{"progress": "reading"}`` when it is sent and ``{"progress": "writing"}
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 from uuid import uuid4
 
@@ -115,7 +116,8 @@ async def ask(
     relay: _Relay | None = None
     kind = None if show_text else "calls"
     sent = 0  # characters of the reply streamed so far
-    async for chunk in caller.astream(prompt):
+    chunks: AsyncIterator[AIMessageChunk] = caller.astream(prompt)  # a chat model's, bound: it streams these
+    async for chunk in chunks:
         if whole is None:
             progress("writing")
         whole = chunk if whole is None else whole + chunk

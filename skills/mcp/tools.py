@@ -14,17 +14,25 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, ToolException
-from langchain_mcp_adapters.interceptors import MCPToolCallRequest, MCPToolCallResult
+from langchain_mcp_adapters.interceptors import MCPToolCallRequest
 from langchain_mcp_adapters.tools import convert_mcp_tool_to_langchain_tool
+from langgraph.types import Command
 from mcp import ClientSession
 from mcp.types import CallToolResult, ContentBlock, EmbeddedResource, TextContent, TextResourceContents
 from mcp.types import Tool as McpTool
 
 Call = Callable[[str, dict[str, Any]], Awaitable[CallToolResult]]
 """Runs one call of a server's tool by its MCP name, wherever that server's session lives."""
+
+MCPToolCallResult: TypeAlias = CallToolResult | ToolMessage | Command
+"""What an adapters interceptor returns: the adapters' ``MCPToolCallResult`` with langgraph installed.
+
+They define theirs under a run-time test for langgraph, which a type checker cannot read as a type.
+"""
 
 MAX_NAME = 64
 """OpenAI's limit on a tool name; other providers allow the same or more."""
