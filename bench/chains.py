@@ -48,6 +48,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -64,6 +65,7 @@ from workspace_agent.core.settings import context_size
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.providers.local.local_model import LocalModelServer
 from workspace_agent.providers.paths import data_home
+from workspace_agent.providers.prompted import rules
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("MODEL_TIMEOUT", "900")  # a slow reply on a loaded machine is not a failed task
@@ -1035,21 +1037,16 @@ def rescore(path: Path) -> None:
     print_table(table)
 
 
-def _without_named_unused() -> None:
-    from workspace_agent.nodes import call_model
-
-    call_model.named_unused = lambda *_args: []  # type: ignore[assignment]
-
-
 def _without_check_figures() -> None:
     from workspace_agent.nodes import check_figures
 
     check_figures.problems = lambda *_args: ([], False)  # type: ignore[assignment]
 
 
-#: Rules of the prompted loop and the graph that ``--without`` switches off for one run.
+#: Rules of the prompted loop (``providers/prompted/rules.py``, the steering ones) and G3, which
+#: ``--without`` switches off for one run.
 RULES: dict[str, Callable[[], None]] = {
-    "named_unused": _without_named_unused,
+    **{r.name: partial(rules.off.add, r.name) for r in rules.RULES if r.steers},
     "check_figures": _without_check_figures,
 }
 

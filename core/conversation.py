@@ -13,7 +13,8 @@ message, which blocks are attachments, how the previous turn is folded in. Sever
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
@@ -46,8 +47,19 @@ BYTE_KEYS = ("data", "base64", "file", "image_url", "text")
 
 
 def turn_start(messages: Sequence[BaseMessage]) -> int:
-    """Index of the running turn's user message: the last user message of the thread."""
+    """Index of the running turn's user message: the last user message of the thread (0 if it has none)."""
     return next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)), 0)
+
+
+def turn_question(messages: Sequence[BaseMessage]) -> HumanMessage | None:
+    """The running turn's user message, or ``None`` when the messages hold none."""
+    found = messages[turn_start(messages)] if messages else None
+    return found if isinstance(found, HumanMessage) else None
+
+
+def call_key(call: Mapping[str, Any]) -> str:
+    """What makes two calls the same request: the tool and its arguments (in any key order)."""
+    return json.dumps([call["name"], call["args"]], sort_keys=True, default=str)
 
 
 def attachments(message: BaseMessage) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ calls them in order and builds its update from their results at the end.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
@@ -35,7 +34,7 @@ from ..core.approval import (
     checked_decisions,
 )
 from ..core.context import Context
-from ..core.conversation import EXECUTED_PREFIX, message_text, results_in_words, turn_start
+from ..core.conversation import EXECUTED_PREFIX, call_key, message_text, results_in_words, turn_start
 from ..core.figures import shown, turn_sources, unsupported
 from ..core.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
 from ..core.state import AgentState, Decision, decision, fork_of
@@ -89,11 +88,6 @@ def _decision_id(toolset: Toolset, name: str) -> str:
 
 
 _NOT_CHOSEN = "this workspace does not offer the tool {!r} (its tools setting, or this run's without_tools)"
-
-
-def call_key(call: ToolCall) -> str:
-    """What makes two calls the same request: the tool and its arguments."""
-    return json.dumps([call["name"], call["args"]], sort_keys=True, default=str)
 
 
 def earlier_results(messages: list[AnyMessage]) -> dict[str, str]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from itertools import takewhile
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from ..core.context import Context
-from ..core.conversation import message_text
+from ..core.conversation import message_text, turn_question
 from ..core.plan import assemble
 from ..core.prompts import ALREADY_RUN, CUT_CALL
 from ..core.state import AgentState, Decision, decision
@@ -23,6 +23,7 @@ from ..providers.prompted import (
     waiting_calls,
     withheld_call,
 )
+from ..providers.prompted.rules import on
 from ..providers.prompted.streaming import progress, reply_kind
 from .services import Services
 
@@ -53,7 +54,7 @@ async def _offered_tools(
             f"this turn's {ctx.max_tool_calls} tool calls are spent",
             [decision("G1", "code", "tools withheld", why)],
         )
-    if _only_repeats(state["messages"]):
+    if on("answer_after_repeats") and _only_repeats(state["messages"]):
         why = "the last round only repeated calls whose results the model has: it answers from them"
         return (
             tools,
@@ -180,7 +181,7 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     if tools and not ctx.native_tool_calling:
         grammar = services.call_grammar()
         sampled = _sampled(model, ctx, max_tokens=None)  # the prompted turn asks for its own max_tokens
-        question = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
+        question = turn_question(state["messages"])
         asked = message_text(question) if question is not None else ""
         given_with = bool(plan.get("context"))  # memories or documents before the person's words
         response, how, notes = await _prompted(

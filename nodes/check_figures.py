@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from ..core.context import Context
-from ..core.conversation import message_text, results_in_words, turn_start
+from ..core.conversation import message_text, results_in_words, turn_question, turn_start
 from ..core.figures import problems, shown, turn_sources
 from ..core.plan import assemble
 from ..core.prompts import ASK_AGAIN_FIGURES, RESULTS_IN_WORDS, SHOWS_MACHINERY, STRAY_FIGURES
@@ -40,7 +40,7 @@ async def _ask_again(
     """The model's answer written again, without tools, told what is wrong with it and what the tools gave."""
     request: list[BaseMessage] = assemble(state.get("plan", {}), state["messages"])
     system = [m for m in request[:1] if isinstance(m, SystemMessage)]
-    question = next((m for m in reversed(request) if isinstance(m, HumanMessage)), HumanMessage(""))
+    question = turn_question(request) or HumanMessage("")
     ask = ASK_AGAIN_FIGURES.format(answer=answer, problem=problem, results=words)
     prompt = [*system, HumanMessage(message_text(question) + "\n\n" + ask)]
     options: dict[str, Any] = {"max_tokens": ctx.max_tokens or ctx.reply_reserve}

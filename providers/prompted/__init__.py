@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from ...core.conversation import message_text, results_in_words
+from ...core.conversation import call_key, message_text, results_in_words, turn_question, turn_start
 from ...core.prompts import ASK_ANSWER, ASK_NEXT_STEP, HELD, NAMED_UNUSED, RESULTS_HEADER, SLOT, WAITING
 from ..tokens import count, count_messages
 from .call_grammar import TEXT_GRAMMAR, call_grammar
@@ -35,6 +35,7 @@ from .catalog import (
     with_reminder,
 )
 from .more_calls import CONTINUE_AT, MAX_REOPENINGS, more_probability, reopened
+from .rules import on
 from .streaming import ask
 
 __all__ = [
@@ -132,7 +133,7 @@ async def prompted_turn(
         not exist is asked again without tools, and that plain answer is returned with ``retried``.
 
     """
-    query = next((message_text(m) for m in reversed(request) if isinstance(m, HumanMessage)), "")
+    query = message_text(question) if (question := turn_question(request)) else ""
     room = window - (max_tokens or 0) - count_messages(request) - FRAME if window else None
     offered, left_out = fit_tools(tools, query, room)
     schemas = {t.name: schema_of(t) for t in offered}
@@ -144,7 +145,8 @@ async def prompted_turn(
         planned = [t for t in offered if t.name in calls_only] or offered
         rules = call_grammar(planned, schemas, calls_only=bool(calls_only))
         options["extra_body"] = {"grammar": rules}
-    reminded = with_reminder(request, given_with) if first_round and not answer_only else request
+    reminding = first_round and not answer_only and on("reminder")
+    reminded = with_reminder(request, given_with) if reminding else request
     prompt = with_catalog(reminded, offered)
     refused = None
     try:
@@ -160,7 +162,7 @@ async def prompted_turn(
         response = await ask(model, options, prompt)
     reopenings: list[float] = []
     text, constrained = message_text(response), "extra_body" in options
-    if constrained and not answer_only:
+    if constrained and not answer_only and on("reopen"):
         text, reopenings = await _reopen(model, options, prompt, response, offered, schemas)
     if constrained:  # the tokens' probabilities were asked for this decision only; the thread keeps none
         meta = {k: v for k, v in response.response_metadata.items() if k != "logprobs"}
@@ -178,7 +180,8 @@ async def prompted_turn(
     acting = {t.name for t in offered if acts(t)}
     found = _read_calls(response, text, schemas, acting, whole=constrained)
     named_left = [t for t in offered if t.name in still_named]
-    if found is not None and constrained and named_left and not calls_only and _all_ran(found[0], ran):
+    refusing = constrained and named_left and not calls_only and on("repeat_refused")
+    if found is not None and refusing and _all_ran(found[0], ran):
         return await _without_repeats(model, options, prompt, turn, found[0], named_left, schemas, acting)
     if found is not None:
         return replace(turn, message=found[0], repeats=found[1])
@@ -186,7 +189,7 @@ async def prompted_turn(
         text_only = {"extra_body": {"grammar": TEXT_GRAMMAR}} if constrained else {}
         plain = await ask(model, text_only, request, show_text=constrained)
         return replace(turn, message=plain, retried=True)
-    named = described_calls(text, offered) if constrained and not calls_only else []
+    named = described_calls(text, offered) if constrained and not calls_only and on("described_call") else []
     if named:  # "you need to call the `calculate` function with 3 * 4817": asked for that call itself
         asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
         asked["extra_body"] = {"grammar": call_grammar(offered, schemas, calls_only=True)}
@@ -213,7 +216,7 @@ def _read_calls(
     if not calls and not invalid:
         return None
     calls, repeats = _once_each([{**c, "args": coerce(c["args"], schemas[c["name"]])} for c in calls])
-    calls, waiting = _ready(calls, schemas, acting)
+    calls, waiting = _ready(calls, schemas, acting) if on("held_writes") else (calls, [])
     meta = {**response.response_metadata, "prompted_text": text}
     message = AIMessage(
         "", tool_calls=calls, invalid_tool_calls=[*invalid, *waiting], id=response.id, response_metadata=meta
@@ -277,17 +280,12 @@ async def _reopen(
     return text, chances
 
 
-def call_key(name: str, args: Any) -> str:
-    """What makes two calls the same call: the tool and its arguments."""
-    return json.dumps([name, args], sort_keys=True, default=str)
-
-
 def ran_calls(messages: list[BaseMessage]) -> frozenset[str]:
     """The ``call_key`` of every call of the running turn that has a result."""
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    start = turn_start(messages)
     done = {m.tool_call_id for m in messages[start:] if isinstance(m, ToolMessage)}
     return frozenset(
-        call_key(c["name"], c["args"])
+        call_key(c)
         for m in messages[start:]
         if isinstance(m, AIMessage)
         for c in m.tool_calls
@@ -298,11 +296,7 @@ def ran_calls(messages: list[BaseMessage]) -> frozenset[str]:
 def _all_ran(message: AIMessage, ran: frozenset[str]) -> bool:
     """Whether every call of a reply already ran in this turn with the same arguments."""
     calls = message.tool_calls
-    return (
-        bool(calls)
-        and not message.invalid_tool_calls
-        and all(call_key(c["name"], c["args"]) in ran for c in calls)
-    )
+    return bool(calls) and not message.invalid_tool_calls and all(call_key(c) in ran for c in calls)
 
 
 async def _without_repeats(
@@ -386,7 +380,7 @@ def _once_each(calls: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     seen: set[str] = set()
     kept = []
     for call in calls:
-        key = call_key(call["name"], call["args"])
+        key = call_key(call)
         if key not in seen:
             seen.add(key)
             kept.append(call)
@@ -400,7 +394,7 @@ def withheld_call(messages: list[BaseMessage], why: str) -> str:
         messages: The turn's messages, for the results it already has.
         why: Why no call could run (the budget spent, no such tool).
     """
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    start = turn_start(messages)
     lines = results_in_words(messages[start + 1 :])
     found = "\n\nWhat the tools returned before that:\n" + "\n".join(lines) if lines else ""
     return f"I could not finish this: my next step was another tool call, and {why}.{found}"
@@ -408,7 +402,7 @@ def withheld_call(messages: list[BaseMessage], why: str) -> str:
 
 def _result_lines(messages: list[BaseMessage]) -> list[str]:
     """Each call of the running turn with its result, or why it did not run, as a line of text."""
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    start = turn_start(messages)
     exchange = messages[start + 1 :]
     results: dict[str | None, str] = {
         m.tool_call_id: message_text(m) for m in exchange if isinstance(m, ToolMessage)
@@ -433,9 +427,11 @@ def named_unused(question: str, messages: list[BaseMessage], tools: list[BaseToo
     1.5B ran ``calculate``, then wrote the same call again instead of the note; told that the question
     names ``save_note``, which had not run, it wrote the note.
     """
+    if not on("named_unused"):
+        return []
     words = set(re.findall(r"[a-z]+", question.lower()))
     words |= {w[:-1] for w in words if w.endswith("s")}
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    start = turn_start(messages)
     used = {c["name"] for m in messages[start:] if isinstance(m, AIMessage) for c in m.tool_calls}
     named = []
     for tool in tools:
@@ -455,7 +451,7 @@ def digest(
     needs these results) or answers; without, the turn's budget is spent and it answers. Only the user
     message changes from round to round, so everything before it stays in the server's prompt cache.
     """
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    start = turn_start(messages)
     lines = _result_lines(messages)
     if not lines or RESULTS_AS == "messages":
         return messages

@@ -13,12 +13,12 @@ import json
 import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from ...core.context import READ_ONLY_BUILTINS
-from ...core.conversation import message_text
+from ...core.conversation import message_text, turn_question, turn_start
 from ...core.prompts import CATALOG_INSTRUCTIONS, REMINDER
 from ..tokens import count
 
@@ -194,10 +194,10 @@ def with_reminder(messages: list[BaseMessage], given_with: bool = False) -> list
     "4 installations of the Team plan" out in prose, wrongly, where with the rule said again it called
     ``calculate``.
     """
-    last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=None)
-    if last is None:
+    user = turn_question(messages)
+    if user is None:
         return messages
-    user = messages[last]
+    last = turn_start(messages)
     if not given_with and not any(isinstance(m, AIMessage) for m in messages[:last]):
         return messages
     return [

@@ -1,0 +1,141 @@
+"""Every rule the prompted path applies to steer a small model, in one table, each with its measurement.
+
+A rule reacts to something the model did or is about to do, does one thing about it and records a decision.
+Rules that steer (``steers=True``) exist only because a measurement showed they pay; each names the command
+that measures it on its own (``bench/chains.py --without NAME``: same run, the rule off) and the latest
+figure on tasks it was not tuned on. A steering rule whose measurement does not hold there is removed, not
+kept "just in case". Guards (``steers=False``) keep a promise the project makes whatever the model does
+(no call JSON shown, no runaway list, a catalog that fits the window): they are not switched off to measure.
+
+``off`` is for the benches only: a rule named there does nothing in this process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The rules a bench switched off in this process (``bench/chains.py --without``); empty in production.
+off: set[str] = set()
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the prompted path.
+
+    Attributes:
+        name: What ``--without`` takes and the code asks ``on`` about.
+        reacts_to: What the model did (or is about to be asked) that sets the rule off.
+        does: What the rule does about it.
+        decision: The decision it records (id and outcome).
+        steers: A steering rule (kept only on a measurement) rather than a guard.
+        measured: The command and figure that justify a steering rule, on tasks it was not tuned on.
+    """
+
+    name: str
+    reacts_to: str
+    does: str
+    decision: str
+    steers: bool
+    measured: str = ""
+
+
+STRICT = "bench/chains.py --split person,single [--without NAME], 1.5B; bench/README.md#the-strict-reading"
+
+RULES = (
+    Rule(
+        "catalog_fit",
+        "the tools' descriptions do not fit the window beside the request",
+        "keeps the tools most relevant to the person's message (catalog.fit_tools)",
+        'C1 {"offered", "left_out"}',
+        steers=False,
+    ),
+    Rule(
+        "call_grammar",
+        "a reply under a llama.cpp endpoint",
+        "constrains it to plain text or well-formed calls of the offered tools (call_grammar)",
+        'C1 "grammar refused" when the endpoint cannot take it',
+        steers=False,
+    ),
+    Rule(
+        "once_each",
+        "one reply writes the same call (tool and arguments) more than once",
+        "runs it once (a runaway list until the token limit asks for one thing)",
+        'C1 "repeats dropped"',
+        steers=False,
+    ),
+    Rule(
+        "no_such_tool",
+        "a reply that reads as a call of a tool that does not exist",
+        "asks again without tools, so no call JSON reaches the person",
+        'C1 (model) "no such tool"',
+        steers=False,
+    ),
+    Rule(
+        "withheld_call",
+        "the last reply is a call that cannot run (budget spent, no such tool)",
+        "answers with the results so far in words, never the call's JSON",
+        'G1 "call withheld"',
+        steers=False,
+    ),
+    Rule(
+        "reminder",
+        "the person's message follows history or document context, on the turn's first call",
+        "says the catalog's rule again after the message (catalog.with_reminder)",
+        "none (the prompt's text)",
+        steers=True,
+    ),
+    Rule(
+        "reopen",
+        "under the grammar, the model closed its list of calls while giving another call >= CONTINUE_AT",
+        "reopens the list for that call (more_calls)",
+        'C1 "list reopened"',
+        steers=True,
+    ),
+    Rule(
+        "held_writes",
+        "a write call in the same reply as a lookup before it, or with a slot for a result not yet had",
+        "holds the write back as waiting; the next reply is calls of the waiting tools only (waiting_calls)",
+        "the write's invalid call (HELD / SLOT)",
+        steers=True,
+    ),
+    Rule(
+        "named_unused",
+        "after a round of results, the question names an offered tool no call of the turn has used",
+        "names those tools in the next-step ask (NAMED_UNUSED)",
+        'C1 {"named_unused"}',
+        steers=True,
+        measured=f"{STRICT}: 2026-12-04, done 12 -> 10 and strict 6 -> 5 of 16 without it (two notes lost)",
+    ),
+    Rule(
+        "repeat_refused",
+        "under the grammar, a reply that only repeats calls already run while a named tool has not run",
+        "asks again at once, for the answer or a call of a named tool (_without_repeats)",
+        'C1 {"repeat_refused"}',
+        steers=True,
+    ),
+    Rule(
+        "described_call",
+        'a text reply that says a tool should be called ("you need to call `calculate`")',
+        "asks for that call under the grammar of calls (described_calls)",
+        'C1 "described call asked for"',
+        steers=True,
+    ),
+    Rule(
+        "answer_after_repeats",
+        "a round of calls that all repeated calls already answered",
+        "withholds the tools: the next reply is the answer (call_model._offered_tools)",
+        'G1 "tools withheld"',
+        steers=True,
+    ),
+)
+
+BY_NAME = {rule.name: rule for rule in RULES}
+
+
+def on(name: str) -> bool:
+    """Whether the rule applies in this process (always, unless a bench switched it off).
+
+    Raises:
+        KeyError: No rule has that name: the table and the code disagree.
+    """
+    return BY_NAME[name].name not in off
