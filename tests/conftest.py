@@ -28,7 +28,7 @@ LOCAL_MODEL_TIMEOUT = 600
 
 #: Fixtures that start a server process of their own (``langgraph dev``, ``make serve``): a test using one is
 #: marked ``servers``, which ``make check`` leaves to ``make test``.
-SERVER_FIXTURES = {"dev_server", "secured_server", "serve", "served_url", "serving_env"}
+SERVER_FIXTURES = {"dev_server", "secured_server", "serve", "served_url", "keyed_served_url", "serving_env"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -38,7 +38,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     limited = config.getoption("timeout", None) is not None
     for item in items:
-        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("starts_servers"):
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker(
+            "starts_servers"
+        ):
             item.add_marker(pytest.mark.servers)
         if not limited and item.get_closest_marker("local_model") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(LOCAL_MODEL_TIMEOUT))

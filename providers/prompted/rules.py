@@ -27,6 +27,7 @@ class Rule:
         reacts_to: What the model did (or is about to be asked) that sets the rule off.
         does: What the rule does about it.
         decision: The decision it records (id and outcome).
+        why: The failure it answers, as it was seen.
         steers: A steering rule (kept only on a measurement) rather than a guard.
         measured: The command and figure that justify a steering rule, on tasks it was not tuned on.
     """
@@ -35,6 +36,7 @@ class Rule:
     reacts_to: str
     does: str
     decision: str
+    why: str
     steers: bool
     measured: str = ""
 
@@ -47,6 +49,7 @@ RULES = (
         "the tools' descriptions do not fit the window beside the request",
         "keeps the tools most relevant to the person's message (catalog.fit_tools)",
         'C1 {"offered", "left_out"}',
+        "a catalog over the window would push out the question or the reply's room",
         steers=False,
     ),
     Rule(
@@ -54,6 +57,7 @@ RULES = (
         "a reply under a llama.cpp endpoint",
         "constrains it to plain text or well-formed calls of the offered tools (call_grammar)",
         'C1 "grammar refused" when the endpoint cannot take it',
+        "without it a small model's calls were often malformed JSON or prose around JSON",
         steers=False,
     ),
     Rule(
@@ -61,6 +65,7 @@ RULES = (
         "one reply writes the same call (tool and arguments) more than once",
         "runs it once (a runaway list until the token limit asks for one thing)",
         'C1 "repeats dropped"',
+        "a small model sometimes writes one call over and over to the token limit",
         steers=False,
     ),
     Rule(
@@ -68,6 +73,7 @@ RULES = (
         "a reply that reads as a call of a tool that does not exist",
         "asks again without tools, so no call JSON reaches the person",
         'C1 (model) "no such tool"',
+        "the answer must be words, not a call that cannot run",
         steers=False,
     ),
     Rule(
@@ -75,6 +81,40 @@ RULES = (
         "the last reply is a call that cannot run (budget spent, no such tool)",
         "answers with the results so far in words, never the call's JSON",
         'G1 "call withheld"',
+        "a call is never shown as JSON",
+        steers=False,
+    ),
+    Rule(
+        "next_step_ask",
+        "a round of results is in and tools are still offered",
+        "folds the calls and results into the user message and asks for the next call or the answer (digest)",
+        "none (the prompt's text)",
+        "the model must choose between another step and the answer itself",
+        steers=False,
+    ),
+    Rule(
+        "check_figures",
+        "an answer after results states a figure no result, document or question holds, or shows machinery",
+        "asks again once, naming the difference; else the results in plain words (nodes/check_figures.py)",
+        "G3",
+        "the model read the right result and then wrote its own number",
+        steers=False,
+        measured=f"{STRICT.replace('NAME', 'check_figures')}: 2026-12-04, strict 6 of 16 with and without it",
+    ),
+    Rule(
+        "write_figures",
+        "a write call whose arguments state a figure no result, document or question holds",
+        "sends it back to the model once, before the policy or a person sees it (check_written_figures)",
+        'G3 "STRAY_WRITE"',
+        "a note held the model's own sum where calculate had returned another",
+        steers=False,
+    ),
+    Rule(
+        "stream_hold_back",
+        "a prompted reply being streamed reaches a brace or a code fence",
+        "streams nothing from there on: a call or a digest copy is never shown as it is written (streaming)",
+        "none (what streams)",
+        "calls, and text that goes on into a call or copies the digest, must never reach a client",
         steers=False,
     ),
     Rule(
@@ -82,6 +122,7 @@ RULES = (
         "the person's message follows history or document context, on the turn's first call",
         "says the catalog's rule again after the message (catalog.with_reminder)",
         "none (the prompt's text)",
+        "after plain-word exchanges or a page of context, the model answered in prose and made numbers up",
         steers=True,
     ),
     Rule(
@@ -89,6 +130,7 @@ RULES = (
         "under the grammar, the model closed its list of calls while giving another call >= CONTINUE_AT",
         "reopens the list for that call (more_calls)",
         'C1 "list reopened"',
+        "asked for two things, a small model often closes its list after the first in a near-tie",
         steers=True,
     ),
     Rule(
@@ -96,6 +138,7 @@ RULES = (
         "a write call in the same reply as a lookup before it, or with a slot for a result not yet had",
         "holds the write back as waiting; the next reply is calls of the waiting tools only (waiting_calls)",
         "the write's invalid call (HELD / SLOT)",
+        "the note held the model's guess instead of the computed number",
         steers=True,
     ),
     Rule(
@@ -103,6 +146,7 @@ RULES = (
         "after a round of results, the question names an offered tool no call of the turn has used",
         "names those tools in the next-step ask (NAMED_UNUSED)",
         'C1 {"named_unused"}',
+        "after a calculate the model repeated it instead of writing the note",
         steers=True,
         measured=f"{STRICT}: 2026-12-04, done 12 -> 10 and strict 6 -> 5 of 16 without it (two notes lost)",
     ),
@@ -111,6 +155,7 @@ RULES = (
         "under the grammar, a reply that only repeats calls already run while a named tool has not run",
         "asks again at once, for the answer or a call of a named tool (_without_repeats)",
         'C1 {"repeat_refused"}',
+        "offered every tool, it reached for whatever was left; asked for text, it wrote wrong workings",
         steers=True,
     ),
     Rule(
@@ -118,6 +163,7 @@ RULES = (
         'a text reply that says a tool should be called ("you need to call `calculate`")',
         "asks for that call under the grammar of calls (described_calls)",
         'C1 "described call asked for"',
+        "the model wrote the step it meant as advice to the person",
         steers=True,
     ),
     Rule(
@@ -125,6 +171,7 @@ RULES = (
         "a round of calls that all repeated calls already answered",
         "withholds the tools: the next reply is the answer (call_model._offered_tools)",
         'G1 "tools withheld"',
+        "a model asking again for what it has is going round in circles",
         steers=True,
     ),
 )

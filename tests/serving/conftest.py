@@ -180,6 +180,19 @@ def served_url(serving_env: Path, database_url: str, llm_server, tmp_path_factor
     served.stop()
 
 
+@pytest.fixture(scope="session")
+def keyed_served_url(serving_env: Path, database_url: str, llm_server, tmp_path_factory) -> Iterator[str]:
+    """One ``make serve`` instance with the security tests' API keys, shared by the API route tests."""
+    from tests.security.conftest import KEYS
+
+    keys = ",".join(f"{key}:{user}" for user, key in KEYS.items())
+    served = _launch(
+        serving_env, database_url, llm_server, tmp_path_factory, 1, WORKSPACE_AGENT_API_KEYS=keys
+    )
+    yield served.urls[0]
+    served.stop()
+
+
 def approval_rule(request: dict) -> dict:
     """The model of these tests: asks to save the user's message as a note, then reports the tool's answer.
 

@@ -19,7 +19,7 @@ import psycopg
 from langgraph_sdk import get_client
 
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
-from tests.serving.conftest import serve, serving_env  # noqa: F401 - the Aegra fixtures
+from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
@@ -365,8 +365,8 @@ async def test_api_v1_under_langgraph_dev(secured_server, llm, workspace, databa
     await check_leaving_mid_stream(secured_server, llm, database_url)
 
 
-async def test_api_v1_under_make_serve(serve, llm, workspace, database_url):  # noqa: F811
-    url = serve(WORKSPACE_AGENT_API_KEYS=KEY_SETTING).urls[0]
+async def test_api_v1_under_make_serve(keyed_served_url, llm, workspace, database_url):  # noqa: F811
+    url = keyed_served_url
     await check_workspaces_and_sessions(url, llm, workspace)
     await check_threads_and_streams(url, llm, workspace)
     await check_documents(url, llm, workspace)

@@ -28,8 +28,8 @@ import httpx
 import psycopg
 
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
-from tests.serving.conftest import serve, serving_env  # noqa: F401 - the Aegra fixtures
-from tests.serving.test_anythingllm_api import KEY_SETTING, api, events, make_workspace
+from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
+from tests.serving.test_anythingllm_api import api, events, make_workspace
 from workspace_agent.samples.scripted_model import text_reply
 
 NO_KEY = {"error": "No valid api key found."}
@@ -293,9 +293,9 @@ async def test_history_limit_and_order(secured_server, llm, workspace):  # noqa:
         assert [i["content"] for i in oldest.json()["history"]] == ["first", "One."]
 
 
-async def test_shapes_under_make_serve(serve, llm, database_url):  # noqa: F811
+async def test_shapes_under_make_serve(keyed_served_url, llm, database_url):  # noqa: F811
     """The same shapes from ``make serve`` (Aegra), where the routes are mounted the same way."""
-    url = serve(WORKSPACE_AGENT_API_KEYS=KEY_SETTING).urls[0]
+    url = keyed_served_url
     await test_auth_answers_authenticated(url)
     await test_no_key_or_a_wrong_one_is_403(url)
     await test_ping_needs_no_key(url)

@@ -19,7 +19,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
-from tests.serving.conftest import serve, serving_env  # noqa: F401 - the Aegra fixtures
+from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.documents import embedder
@@ -244,8 +244,8 @@ async def test_v1_under_langgraph_dev(secured_server, llm, workspace, database_u
     await check_leaving(secured_server, llm, workspace, database_url)
 
 
-async def test_v1_under_make_serve(serve, llm, workspace, database_url):  # noqa: F811
-    url = serve(WORKSPACE_AGENT_API_KEYS=KEY_SETTING).urls[0]
+async def test_v1_under_make_serve(keyed_served_url, llm, workspace, database_url):  # noqa: F811
+    url = keyed_served_url
     await check_chat_and_models(url, llm, workspace, database_url)
     await check_embeddings(url, workspace)
     await check_refusals(url, workspace)

@@ -16,8 +16,8 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, SecretStr
 
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
-from tests.serving.conftest import serve, serving_env  # noqa: F401 - the Aegra fixtures
-from tests.serving.test_openai_api import KEY_SETTING, make_workspace, sdk
+from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
+from tests.serving.test_openai_api import make_workspace, sdk
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
@@ -130,9 +130,9 @@ async def test_usage_under_langgraph_dev(secured_server, llm, workspace):  # noq
     await check_usage(secured_server, llm, workspace)
 
 
-async def test_usage_under_make_serve(serve, llm, workspace):  # noqa: F811
+async def test_usage_under_make_serve(keyed_served_url, llm, workspace):  # noqa: F811
     """Aegra, too, runs a non-streamed request's model call unstreamed, so the server's count comes back."""
-    await check_usage(serve(WORKSPACE_AGENT_API_KEYS=KEY_SETTING).urls[0], llm, workspace)
+    await check_usage(keyed_served_url, llm, workspace)
 
 
 async def test_refused_key_names_its_header(secured_server):  # noqa: F811
