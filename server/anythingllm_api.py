@@ -456,6 +456,49 @@ async def new_thread(request: Request) -> Response:
     return JSONResponse({"thread": thread, "message": None})
 
 
+@endpoint
+async def update_thread(request: Request) -> Response:
+    """``POST /workspace/{slug}/thread/{thread}/update``: renames it; ``{"thread": {...}, "message": null}``.
+
+    As ``server/endpoints/api/workspaceThread/index.js``: 404 ``{"message": "Thread not found"}`` for a slug
+    the caller has no thread of (another user's threads are not the caller's to find).
+    """
+    user = await caller(request)
+    body = await read_json(request, SMALL_BODY)
+    name = body.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ApiError(400, {"thread": None, "message": "name must be a non-empty string"})
+    slug, thread_slug = request.path_params["slug"], request.path_params["thread"]
+    async with client_of(request) as client:
+        assistant = await workspace(client, slug)
+        thread_id = await conversation(client, slug, THREAD_KEY, thread_slug, create=False)
+        if thread_id is None:
+            raise ApiError(404, {"message": "Thread not found"})
+        updated = await client.threads.update(thread_id, metadata={"thread_name": name.strip()[:255]})
+    return JSONResponse(
+        {"thread": thread_record(dict(updated), user, assistant.get("assistant_id")), "message": None}
+    )
+
+
+@endpoint
+async def delete_thread(request: Request) -> Response:
+    """``DELETE /workspace/{slug}/thread/{thread}``: 200 with an empty body, as AnythingLLM answers.
+
+    Every thread of the caller's with that slug in the workspace goes, with its checkpoints; a slug with none
+    is 200 too (AnythingLLM deletes by slug and does not look first).
+    """
+    await caller(request)
+    slug, thread_slug = request.path_params["slug"], request.path_params["thread"]
+    async with client_of(request) as client:
+        await workspace(client, slug)
+        found = await client.threads.search(
+            metadata={WORKSPACE_KEY: slug, THREAD_KEY: thread_slug}, limit=100
+        )
+        for thread in found:
+            await client.threads.delete(thread["thread_id"])
+    return Response(status_code=200)
+
+
 # ── chat ───────────────────────────────────────────────────────────────────────────────────────────────
 
 
@@ -1142,6 +1185,8 @@ routes: list[BaseRoute] = [
     Route("/workspace/{slug}/chats", workspace_chats, methods=["GET"]),
     Route("/workspace/{slug}/stream-chat", workspace_stream_chat, methods=["POST"]),
     Route("/workspace/{slug}/thread/new", new_thread, methods=["POST"]),
+    Route("/workspace/{slug}/thread/{thread}", delete_thread, methods=["DELETE"]),
+    Route("/workspace/{slug}/thread/{thread}/update", update_thread, methods=["POST"]),
     Route("/workspace/{slug}/thread/{thread}/chat", thread_chat, methods=["POST"]),
     Route("/workspace/{slug}/thread/{thread}/chats", thread_chats, methods=["GET"]),
     Route("/workspace/{slug}/thread/{thread}/approve", thread_chat, methods=["POST"]),

@@ -308,3 +308,33 @@ async def test_shapes_under_make_serve(keyed_served_url, llm, database_url):  # 
     await test_query_refusal_is_one_text_response(url, llm, fresh())
     await test_history_items(url, llm, fresh())
     await test_history_limit_and_order(url, llm, fresh())
+    await test_a_thread_is_renamed_and_deleted_by_its_owner_only(url, fresh())
+
+
+async def test_a_thread_is_renamed_and_deleted_by_its_owner_only(secured_server, workspace):  # noqa: F811
+    """``thread/{t}/update`` and ``DELETE thread/{t}``, as ``workspaceThread/index.js`` answers them."""
+    await make_workspace(secured_server, "alice", workspace)
+    await make_workspace(secured_server, "bob", workspace)
+    async with api(secured_server) as alice, api(secured_server, "bob") as bob:
+        made = await alice.post(f"/workspace/{workspace}/thread/new", json={"name": "Plans", "slug": "plans"})
+        assert made.status_code == 200, made.text
+        renamed = await alice.post(f"/workspace/{workspace}/thread/plans/update", json={"name": "Q3 plans"})
+        assert renamed.status_code == 200, renamed.text
+        assert renamed.json()["message"] is None and set(renamed.json()["thread"]) == THREAD_FIELDS
+        assert renamed.json()["thread"]["name"] == "Q3 plans" and renamed.json()["thread"]["slug"] == "plans"
+        listed = {w["slug"]: w for w in (await alice.get("/workspaces")).json()["workspaces"]}
+        assert listed[workspace]["threads"] == [{"user_id": "alice", "slug": "plans", "name": "Q3 plans"}]
+        for bad in ({"name": 3}, {"name": "  "}, {}):
+            refused = await alice.post(f"/workspace/{workspace}/thread/plans/update", json=bad)
+            assert refused.status_code == 400, bad
+        # bob names alice's thread slug in his own workspace of that name: nothing of hers is found or touched
+        stranger = await bob.post(f"/workspace/{workspace}/thread/plans/update", json={"name": "mine now"})
+        assert stranger.status_code == 404 and stranger.json() == {"message": "Thread not found"}
+        assert (await bob.delete(f"/workspace/{workspace}/thread/plans")).status_code == 200
+        listed = {w["slug"]: w for w in (await alice.get("/workspaces")).json()["workspaces"]}
+        assert listed[workspace]["threads"] == [{"user_id": "alice", "slug": "plans", "name": "Q3 plans"}]
+        gone = await alice.delete(f"/workspace/{workspace}/thread/plans")
+        assert gone.status_code == 200 and gone.content == b""
+        listed = {w["slug"]: w for w in (await alice.get("/workspaces")).json()["workspaces"]}
+        assert listed[workspace]["threads"] == []
+        assert (await alice.get(f"/workspace/{workspace}/thread/plans/chats")).status_code == 404
