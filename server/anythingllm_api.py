@@ -368,6 +368,135 @@ async def get_workspace(request: Request) -> Response:
     return JSONResponse({"workspace": [record]})
 
 
+#: AnythingLLM's writable workspace fields (``Workspace.writable``) that a setting here holds. The others
+#: (``chatProvider chatModel agentProvider agentModel vectorSearchMode router_id``) name the deployment's
+#: choices, which a workspace cannot change here, and are ignored as AnythingLLM ignores unknown fields.
+WRITABLE = {
+    "openAiTemp": "temperature",
+    "openAiHistory": "history_limit",
+    "openAiPrompt": "system_prompt",
+    "similarityThreshold": "similarity_threshold",
+    "topN": "top_n",
+    "chatMode": "chat_mode",
+    "queryRefusalResponse": "query_refusal_response",
+}
+
+
+def written_settings(body: Mapping[str, Any], slug: str, base: Mapping[str, Any]) -> dict[str, Any]:
+    """The workspace settings a ``workspace/new`` or ``update`` body asks for, over ``base``, checked.
+
+    AnythingLLM coerces what it gets (``"0.7"`` becomes 0.7, a bad value its default); here a value of the
+    wrong type or out of range is refused with the field named, as every other way of setting it is.
+
+    Raises:
+        ApiError: 400 ``{"workspace": null, "message"}`` naming the field.
+    """
+    settings = {
+        **base,
+        **{ours: body[theirs] for theirs, ours in WRITABLE.items() if body.get(theirs) is not None},
+    }
+    settings["workspace"] = slug
+    try:
+        Context.from_mapping({k: v for k, v in settings.items() if k != "user_id"})
+    except ContextError as exc:
+        raise ApiError(400, {"workspace": None, "message": str(exc)}) from None
+    return settings
+
+
+def workspace_name(body: Mapping[str, Any]) -> str | None:
+    """The name a body gives, as AnythingLLM keeps it (255 characters); ``None`` when it gives none."""
+    name = body.get("name")
+    return name.strip()[:255] if isinstance(name, str) and name.strip() else None
+
+
+@endpoint
+async def new_workspace(request: Request) -> Response:
+    """``POST /workspace/new``: ``{"workspace": {...}, "message": null}``, as ``Workspace.new`` answers.
+
+    The slug is the name's (``slugify``); a slug the caller already has gets ``-<8 digits>`` as there.
+    The workspace is an assistant of the agent graph, the caller's own, holding its settings.
+    """
+    await caller(request)
+    body = await read_json(request, SMALL_BODY)
+    name = workspace_name(body)
+    if name is None:
+        raise ApiError(400, {"workspace": None, "message": "name cannot be null"})
+    async with client_of(request) as client:
+        taken = set(await workspaces(client))
+        slug = slugify(name)[:64].strip("-_.") or str(uuid.uuid4())
+        if slug in taken:
+            slug = f"{slug[:55]}-{uuid.uuid4().int % 90_000_000 + 10_000_000}"
+        settings = written_settings(body, slug, {})
+        created = await client.assistants.create(GRAPH, context=settings, name=name)
+    return JSONResponse({"workspace": workspace_record(slug, created), "message": None})
+
+
+@endpoint
+async def update_workspace(request: Request) -> Response:
+    """``POST /workspace/{slug}/update``: ``{"workspace": {...}, "message": null}``, as ``Workspace.update``.
+
+    A body with no field a setting holds is 200 ``{"workspace": {"id"}, "message": "No valid fields to
+    update!"}`` as there. The built-in ``default`` workspace gets an assistant of the caller's own.
+    """
+    await caller(request)
+    body = await read_json(request, SMALL_BODY)
+    slug = request.path_params["slug"]
+    async with client_of(request) as client:
+        assistant = await workspace(client, slug)
+        name = workspace_name(body)
+        if name is None and not any(body.get(theirs) is not None for theirs in WRITABLE):
+            return JSONResponse(
+                {"workspace": {"id": assistant.get("assistant_id")}, "message": "No valid fields to update!"}
+            )
+        settings = written_settings(body, slug, settings_of(assistant))
+        if (
+            assistant.get("assistant_id") == GRAPH
+            or (assistant.get("metadata") or {}).get("created_by") == "system"
+        ):
+            updated = await client.assistants.create(GRAPH, context=settings, name=name or slug)
+        elif name:
+            updated = await client.assistants.update(
+                str(assistant["assistant_id"]), context=settings, name=name
+            )
+        else:
+            updated = await client.assistants.update(str(assistant["assistant_id"]), context=settings)
+    return JSONResponse({"workspace": workspace_record(slug, updated), "message": None})
+
+
+@endpoint
+async def delete_workspace(request: Request) -> Response:
+    """``DELETE /workspace/{slug}``: 200 with an empty body; an unknown slug is 400, as AnythingLLM answers.
+
+    Everything of the caller's in it goes: the assistants holding its settings, its threads (sessions and
+    thread slugs) and its documents. Another user's workspace of that name is unknown to the caller.
+    """
+    user = await caller(request)
+    slug = request.path_params["slug"]
+    async with client_of(request) as client:
+        mine = [a for a in await workspace_assistants(client) if workspace_of(a) == slug]
+        mine = [a for a in mine if (a.get("metadata") or {}).get("created_by") != "system"]
+        if not mine:
+            return Response(status_code=400)
+        for thread in await threads_in(client, slug):
+            await client.threads.delete(thread)
+        for assistant in mine:
+            await client.assistants.delete(str(assistant["assistant_id"]))
+    store = DocumentStore()
+    scope = document_scope(user, slug)
+    await store.remove_documents(scope, [d.id for d in await store.list_documents(scope)])
+    return Response(status_code=200)
+
+
+async def threads_in(client: LangGraphClient, slug: str) -> list[str]:
+    """The ids of all the caller's threads of a workspace: its sessions' and its thread slugs'."""
+    found: list[str] = []
+    while True:
+        page = await client.threads.search(metadata={WORKSPACE_KEY: slug}, limit=100, offset=len(found))
+        found += [str(t["thread_id"]) for t in page]
+        if len(page) < 100:
+            return found
+
+
 @endpoint
 async def check_key(request: Request) -> Response:
     """``GET /auth``: ``{"authenticated": true}`` for a valid key (``server/endpoints/api/auth/index.js``).
@@ -1180,7 +1309,10 @@ async def upload_document(request: Request) -> Response:
 routes: list[BaseRoute] = [
     Route("/auth", check_key, methods=["GET"]),
     Route("/workspaces", list_workspaces, methods=["GET"]),
+    Route("/workspace/new", new_workspace, methods=["POST"]),
     Route("/workspace/{slug}", get_workspace, methods=["GET"]),
+    Route("/workspace/{slug}", delete_workspace, methods=["DELETE"]),
+    Route("/workspace/{slug}/update", update_workspace, methods=["POST"]),
     Route("/workspace/{slug}/chat", workspace_chat, methods=["POST"]),
     Route("/workspace/{slug}/chats", workspace_chats, methods=["GET"]),
     Route("/workspace/{slug}/stream-chat", workspace_stream_chat, methods=["POST"]),

@@ -309,6 +309,7 @@ async def test_shapes_under_make_serve(keyed_served_url, llm, database_url):  # 
     await test_history_items(url, llm, fresh())
     await test_history_limit_and_order(url, llm, fresh())
     await test_a_thread_is_renamed_and_deleted_by_its_owner_only(url, fresh())
+    await test_a_workspace_is_made_updated_and_deleted_by_its_owner_only(url, fresh())
 
 
 async def test_a_thread_is_renamed_and_deleted_by_its_owner_only(secured_server, workspace):  # noqa: F811
@@ -338,3 +339,55 @@ async def test_a_thread_is_renamed_and_deleted_by_its_owner_only(secured_server,
         listed = {w["slug"]: w for w in (await alice.get("/workspaces")).json()["workspaces"]}
         assert listed[workspace]["threads"] == []
         assert (await alice.get(f"/workspace/{workspace}/thread/plans/chats")).status_code == 404
+
+
+async def test_a_workspace_is_made_updated_and_deleted_by_its_owner_only(secured_server, workspace):  # noqa: F811
+    """``workspace/new``, ``workspace/{slug}/update`` and ``DELETE workspace/{slug}`` (``api/workspace``)."""
+    name = f"Sales {workspace}"
+    async with api(secured_server) as alice, api(secured_server, "bob") as bob:
+        made = await alice.post("/workspace/new", json={"name": name, "openAiHistory": 7, "topN": 2})
+        assert made.status_code == 200, made.text
+        record, slug = made.json()["workspace"], made.json()["workspace"]["slug"]
+        assert made.json()["message"] is None and WORKSPACE_FIELDS <= set(record)
+        assert slug == f"sales-{workspace}".lower() and record["name"] == name
+        assert record["openAiHistory"] == 7 and record["topN"] == 2 and record["chatMode"] == "automatic"
+        again = (await alice.post("/workspace/new", json={"name": name})).json()["workspace"]["slug"]
+        assert again.startswith(f"{slug}-") and len(again) == len(slug) + 9, "a taken slug gets -<8 digits>"
+        for bad, field in [
+            ({"name": name, "topN": "four"}, "top_n"),
+            ({"name": name, "chatMode": "x"}, "chat_mode"),
+        ]:
+            refused = await alice.post("/workspace/new", json=bad)
+            assert refused.status_code == 400 and field in refused.json()["message"], refused.text
+        assert (await alice.post("/workspace/new", json={"topN": 2})).status_code == 400, "a name is needed"
+
+        updated = await alice.post(f"/workspace/{slug}/update", json={"openAiHistory": 3, "name": "Sales"})
+        assert updated.status_code == 200, updated.text
+        assert updated.json()["workspace"]["openAiHistory"] == 3 and updated.json()["workspace"]["topN"] == 2
+        assert updated.json()["workspace"]["name"] == "Sales" and updated.json()["workspace"]["slug"] == slug
+        nothing = await alice.post(f"/workspace/{slug}/update", json={"chatProvider": "openai"})
+        assert nothing.status_code == 200 and nothing.json()["message"] == "No valid fields to update!"
+        wrong = await alice.post(f"/workspace/{slug}/update", json={"similarityThreshold": "high"})
+        assert wrong.status_code == 400 and "similarity_threshold" in wrong.json()["message"]
+
+        # bob names alice's slug: it is not his workspace, so he can neither change nor delete it
+        assert (await bob.post(f"/workspace/{slug}/update", json={"openAiHistory": 0})).status_code == 404
+        assert (await bob.delete(f"/workspace/{slug}")).status_code == 400
+        kept = (await alice.get(f"/workspace/{slug}")).json()["workspace"]
+        assert kept and kept[0]["openAiHistory"] == 3
+
+        uploaded = await alice.post(
+            "/document/upload",
+            files={"file": ("plan.txt", b"The sales plan names Lisbon.", "text/plain")},
+            data={"addToWorkspaces": slug},
+        )
+        assert uploaded.status_code == 200, uploaded.text
+        await alice.post(f"/workspace/{slug}/thread/new", json={"slug": "q3"})
+        gone = await alice.delete(f"/workspace/{slug}")
+        assert gone.status_code == 200 and gone.content == b""
+        assert (await alice.get(f"/workspace/{slug}")).json() == {"workspace": []}
+        assert (await alice.get(f"/workspace/{slug}/thread/q3/chats")).status_code == 404
+        assert (await alice.delete(f"/workspace/{slug}")).status_code == 400, "an unknown slug is 400 there"
+        remade = (await alice.post("/workspace/new", json={"name": name})).json()["workspace"]
+        assert remade["slug"] == slug
+        assert (await alice.get(f"/workspace/{slug}")).json()["workspace"][0]["documents"] == [], "none left"
