@@ -30,12 +30,12 @@ run: setup model
 
 # Everything, the real local model included (the `local_model` marker is opt-in for plain `pytest`).
 test: setup serve-test-setup models lint
-	$(BIN)/python -m pytest -q -m "local_model or not local_model" --durations=20
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "local_model or not local_model" --durations=20
 
 # The edit-test loop (about 3 minutes): lint, then the tests that start no real model and no server of their
 # own: unit tests and the integration and security tests against the scripted model and the shared database.
 check: setup lint
-	$(BIN)/python -m pytest -q -m "not local_model and not servers" --durations=10
+	$(BIN)/python -m pytest -q -n 2 -m "not local_model and not servers" --durations=10
 
 # Style, both type checkers (mypy, and basedpyright as editors run it), the folders' layers (import-linter's
 # contract in pyproject.toml) and duplicated code (pylint's duplicate-code, six lines or more).

@@ -28,7 +28,16 @@ LOCAL_MODEL_TIMEOUT = 600
 
 #: Fixtures that start a server process of their own (``langgraph dev``, ``make serve``): a test using one is
 #: marked ``servers``, which ``make check`` leaves to ``make test``.
-SERVER_FIXTURES = {"dev_server", "secured_server", "serve", "served_url", "keyed_served_url", "serving_env"}
+SERVER_FIXTURES = {
+    "dev_server",
+    "secured_server",
+    "serve",
+    "served_url",
+    "keyed_served_url",
+    "serving_env",
+    "server_url",
+    "body_server",
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -42,8 +51,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "starts_servers"
         ):
             item.add_marker(pytest.mark.servers)
-        if not limited and item.get_closest_marker("local_model") and not item.get_closest_marker("timeout"):
-            item.add_marker(pytest.mark.timeout(LOCAL_MODEL_TIMEOUT))
+        if item.get_closest_marker("local_model"):
+            # under xdist (`make test`), the real model's tests run on one worker, one at a time, while the
+            # other worker runs everything else: the model reads and writes on the cores the server tests
+            # spend waiting on processes and sockets
+            item.add_marker(pytest.mark.xdist_group("local_model"))
+            if not limited and not item.get_closest_marker("timeout"):
+                item.add_marker(pytest.mark.timeout(LOCAL_MODEL_TIMEOUT))
 
 
 @pytest.fixture(scope="session", autouse=True)
