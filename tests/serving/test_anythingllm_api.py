@@ -20,8 +20,11 @@ from langgraph_sdk import get_client
 
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
 from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
+from tests.support.helpers import until_settled
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
+from workspace_agent.server.anythingllm_api import SESSION_KEY as SESSION_METADATA
+from workspace_agent.server.anythingllm_api import WORKSPACE_KEY as WORKSPACE_METADATA
 
 KEY_SETTING = ",".join(f"{key}:{user}" for user, key in KEYS.items())
 SECRET = "The launch code word of the Heron project is PELICAN-42."
@@ -351,7 +354,7 @@ async def check_leaving_mid_stream(url: str, llm, database_url: str) -> None:
         ) as streaming:
             assert streaming.status_code == 200
             await asyncio.sleep(1.5)  # the run is under way, the model still thinking; leave
-    await asyncio.sleep(8)
+    await until_settled(url, KEYS["alice"], {WORKSPACE_METADATA: workspace, SESSION_METADATA: "gone"})
     assert logged(database_url, workspace) == []
 
 

@@ -20,6 +20,7 @@ from langgraph_sdk import get_client
 
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
 from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
+from tests.support.helpers import until_settled
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 from workspace_agent.skills.documents import embedder
@@ -229,7 +230,7 @@ async def check_leaving(url: str, llm, workspace: str, database_url: str) -> Non
                     break
                 await asyncio.sleep(0.1)
             assert llm.requests
-    await asyncio.sleep(8)
+    await until_settled(url, KEYS["alice"], {"via": "openai-api"})
     assert logged(database_url, workspace) == []
     alice = get_client(url=url, api_key=KEYS["alice"])
     assert await alice.threads.search(metadata={"via": "openai-api"}) == []

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,21 @@ def approve_edit_reject(ids: list[str]) -> dict[str, Any]:
             {"type": "approve", "tool_call_id": ids[0]},
         ]
     }
+
+
+async def until_settled(url: str, api_key: str, metadata: dict[str, Any], limit: float = 60) -> None:
+    """Wait until no thread of the caller's with ``metadata`` is busy: its runs ended, finished or cancelled.
+
+    What a test of "nothing was written" waits for, instead of a fixed sleep: a run that was not cancelled
+    keeps its thread busy until it has written.
+    """
+    from langgraph_sdk import get_client
+
+    client = get_client(url=url, api_key=api_key)
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        found = await client.threads.search(metadata=metadata, limit=100)
+        if all(t["status"] != "busy" for t in found):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"a thread with {metadata} was still busy after {limit} s")
