@@ -1234,8 +1234,8 @@ async def vector_search(request: Request) -> Response:
     return JSONResponse({"results": results})
 
 
-async def uploaded_file(request: Request) -> tuple[str, bytes, str, list[str]]:
-    """The multipart upload's file name, bytes and MIME type, and the workspaces to add it to.
+async def uploaded_file(request: Request) -> tuple[str, bytes, str, list[str], dict[str, str]]:
+    """The multipart upload's file name, bytes and MIME type, the workspaces to add it to, its metadata.
 
     The body is capped at ``UPLOAD_MAX_BYTES`` (plus a margin for the form) before it is parsed.
     """
@@ -1244,6 +1244,7 @@ async def uploaded_file(request: Request) -> tuple[str, bytes, str, list[str]]:
     try:
         async with request.form(max_files=1, max_fields=10) as form:  # its spooled file closed after
             file, targets = form.get("file"), form.get("addToWorkspaces") or ""
+            given = form.get("metadata")
             raw = await file.read() if isinstance(file, UploadFile) else b""
     except MultiPartException as exc:  # malformed multipart, or more than one file
         raise ApiError(400, {"success": False, "error": f"not a valid upload form: {exc}"}) from None
@@ -1255,17 +1256,67 @@ async def uploaded_file(request: Request) -> tuple[str, bytes, str, list[str]]:
         raise ApiError(413, {"success": False, "error": f"the file is over {limit} bytes (UPLOAD_MAX_BYTES)"})
     name = Path(file.filename or "").name or f"upload-{content_hash(raw)[:12]}"
     slugs = [s.strip() for s in targets.split(",") if s.strip()] or [DEFAULT_WORKSPACE]
-    return name, raw, file.content_type or "", slugs
+    return name, raw, file.content_type or "", slugs, upload_metadata(given)
 
 
-async def add_upload(scope: str, name: str, raw: bytes, text: str) -> dict[str, Any]:
+#: The ``metadata`` keys AnythingLLM's upload takes (its swagger's "only specific keys are allowed").
+METADATA_KEYS = ("title", "docAuthor", "description", "docSource")
+
+
+def upload_metadata(given: Any) -> dict[str, str]:
+    """The upload form's ``metadata``: a JSON object of ``METADATA_KEYS``, strings up to 1000 characters.
+
+    AnythingLLM reads it with ``safeJsonParse(_, {})``: text that is not JSON is no metadata. Other keys are
+    dropped, as there; a value that is not a string is refused, naming the key.
+    """
+    if not isinstance(given, str) or not given.strip():
+        return {}
+    try:
+        parsed = json.loads(given)
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(parsed, dict):
+        return {}
+    chosen = {k: parsed[k] for k in METADATA_KEYS if parsed.get(k) is not None}
+    for key, value in chosen.items():
+        if not isinstance(value, str) or len(value) > 1000:
+            raise ApiError(
+                400, {"success": False, "error": f"metadata {key} must be a string up to 1000 characters"}
+            )
+    return chosen
+
+
+async def add_upload(scope: str, name: str, raw: bytes, text: str, title: str) -> dict[str, Any]:
     """Index an extracted upload into one workspace scope; an identical upload is left as it is."""
     store, source, digest = DocumentStore(), SOURCE_PREFIX + name, content_hash(raw)
     known = await store.get_document(scope, source)
     if known and known.content_hash == digest:
         return {"outcome": "unchanged", "documentId": known.id, "chunks": known.chunks}
-    doc, replaced = await index_document(store, scope, source=source, title=name, text=text, digest=digest)
+    doc, replaced = await index_document(store, scope, source=source, title=title, text=text, digest=digest)
     return {"outcome": "replaced" if replaced else "added", "documentId": doc.id, "chunks": doc.chunks}
+
+
+@endpoint
+async def update_pin(request: Request) -> Response:
+    """``POST /workspace/{slug}/update-pin`` ``{docPath, pinStatus}``: 200 ``{"message": ...}`` as there.
+
+    ``docPath`` is a document's ``docpath`` (``GET /workspace/{slug}``), which is also the ``location`` its
+    upload answered, as there. A document the workspace does not hold is 404 with an empty body, as there.
+    A pinned document is given whole with every message (B8).
+    """
+    user = await caller(request)
+    body = await read_json(request, SMALL_BODY)
+    slug, path, pinned = request.path_params["slug"], body.get("docPath"), body.get("pinStatus", False)
+    if not isinstance(path, str) or not isinstance(pinned, bool):
+        raise ApiError(400, {"message": "docPath must be a string and pinStatus true or false"})
+    async with client_of(request) as client:
+        await workspace(client, slug)
+    store, scope = DocumentStore(), document_scope(user, slug)
+    document = await store.get_document(scope, path)
+    if document is None:
+        return Response(status_code=404)
+    await store.set_pinned(scope, [document.id], pinned)
+    return JSONResponse({"message": "Pin status updated successfully"})
 
 
 @endpoint
@@ -1276,7 +1327,8 @@ async def upload_document(request: Request) -> Response:
     named workspace of the caller's (``default`` when none is named); only bytes are taken, never a path.
     """
     user = await caller(request)
-    name, raw, mime, slugs = await uploaded_file(request)
+    name, raw, mime, slugs, metadata = await uploaded_file(request)
+    title = metadata.get("title") or name
     async with client_of(request) as client:
         known = await workspaces(client)
     missing = [s for s in slugs if s not in known]
@@ -1286,17 +1338,17 @@ async def upload_document(request: Request) -> Response:
     suffix = suffix if suffix in SUPPORTED_SUFFIXES else MIME_SUFFIXES.get(mime.lower(), suffix)
     try:
         text = await extract_bounded(Path(Path(name).stem + suffix), raw)
-        added = {slug: await add_upload(document_scope(user, slug), name, raw, text) for slug in slugs}
+        added = {slug: await add_upload(document_scope(user, slug), name, raw, text, title) for slug in slugs}
     except Exception as exc:  # unreadable, unsupported, over a limit, no embedding model: say why
         return JSONResponse({"success": False, "error": str(exc) or type(exc).__name__, "documents": []}, 422)
     document = {
         "location": SOURCE_PREFIX + name,
         "name": name,
         "url": SOURCE_PREFIX + name,
-        "title": name,
-        "docAuthor": "Unknown",
-        "description": "Unknown",
-        "docSource": "a file uploaded through the API.",
+        "title": title,
+        "docAuthor": metadata.get("docAuthor", "Unknown"),
+        "description": metadata.get("description", "Unknown"),
+        "docSource": metadata.get("docSource", "a file uploaded through the API."),
         "chunkSource": name,
         "published": None,
         "wordCount": len(text.split()),
@@ -1323,6 +1375,7 @@ routes: list[BaseRoute] = [
     Route("/workspace/{slug}/thread/{thread}/chats", thread_chats, methods=["GET"]),
     Route("/workspace/{slug}/thread/{thread}/approve", thread_chat, methods=["POST"]),
     Route("/workspace/{slug}/thread/{thread}/stream-chat", thread_stream_chat, methods=["POST"]),
+    Route("/workspace/{slug}/update-pin", update_pin, methods=["POST"]),
     Route("/workspace/{slug}/vector-search", vector_search, methods=["POST"]),
     Route("/document/upload", upload_document, methods=["POST"]),
 ]

@@ -310,6 +310,7 @@ async def test_shapes_under_make_serve(keyed_served_url, llm, database_url):  # 
     await test_history_limit_and_order(url, llm, fresh())
     await test_a_thread_is_renamed_and_deleted_by_its_owner_only(url, fresh())
     await test_a_workspace_is_made_updated_and_deleted_by_its_owner_only(url, fresh())
+    await test_upload_metadata_and_pinning_by_its_location(url, fresh())
 
 
 async def test_a_thread_is_renamed_and_deleted_by_its_owner_only(secured_server, workspace):  # noqa: F811
@@ -391,3 +392,49 @@ async def test_a_workspace_is_made_updated_and_deleted_by_its_owner_only(secured
         remade = (await alice.post("/workspace/new", json={"name": name})).json()["workspace"]
         assert remade["slug"] == slug
         assert (await alice.get(f"/workspace/{slug}")).json()["workspace"][0]["documents"] == [], "none left"
+
+
+async def test_upload_metadata_and_pinning_by_its_location(secured_server, workspace):  # noqa: F811
+    """``document/upload``'s ``metadata`` field (a JSON string), and ``update-pin`` with its ``location``."""
+    await make_workspace(secured_server, "alice", workspace)
+    await make_workspace(secured_server, "bob", workspace)
+    meta = {"title": "Sales plan", "docAuthor": "Ana", "description": "Q3", "docSource": "crm", "other": "x"}
+    async with api(secured_server) as alice, api(secured_server, "bob") as bob:
+        uploaded = await alice.post(
+            "/document/upload",
+            files={"file": ("plan.txt", b"The sales plan names Lisbon.", "text/plain")},
+            data={"addToWorkspaces": workspace, "metadata": json.dumps(meta)},
+        )
+        assert uploaded.status_code == 200, uploaded.text
+        document = uploaded.json()["documents"][0]
+        assert {k: document[k] for k in ("title", "docAuthor", "description", "docSource")} == {
+            k: meta[k] for k in ("title", "docAuthor", "description", "docSource")
+        }
+        assert "other" not in document
+        refused = await alice.post(
+            "/document/upload",
+            files={"file": ("b.txt", b"x", "text/plain")},
+            data={"addToWorkspaces": workspace, "metadata": json.dumps({"title": 3})},
+        )
+        assert refused.status_code == 400 and "title" in refused.json()["error"]
+
+        pin = {"docPath": document["location"], "pinStatus": True}
+        assert (await bob.post(f"/workspace/{workspace}/update-pin", json=pin)).status_code == 404
+        pinned = await alice.post(f"/workspace/{workspace}/update-pin", json=pin)
+        assert pinned.status_code == 200 and pinned.json() == {"message": "Pin status updated successfully"}
+        held = (await alice.get(f"/workspace/{workspace}")).json()["workspace"][0]["documents"]
+        assert [(d["docpath"], d["pinned"], json.loads(d["metadata"])["title"]) for d in held] == [
+            (document["location"], True, "Sales plan")
+        ]
+        unknown = await alice.post(
+            f"/workspace/{workspace}/update-pin", json={"docPath": "nope", "pinStatus": True}
+        )
+        assert unknown.status_code == 404
+        bad = await alice.post(f"/workspace/{workspace}/update-pin", json={**pin, "pinStatus": "yes"})
+        assert bad.status_code == 400
+        unpinned = await alice.post(
+            f"/workspace/{workspace}/update-pin", json={"docPath": document["location"]}
+        )
+        assert unpinned.status_code == 200
+        held = (await alice.get(f"/workspace/{workspace}")).json()["workspace"][0]["documents"]
+        assert held[0]["pinned"] is False, "pinStatus defaults to false, as there"
