@@ -1328,18 +1328,62 @@ async def upload_document(request: Request) -> Response:
     """
     user = await caller(request)
     name, raw, mime, slugs, metadata = await uploaded_file(request)
-    title = metadata.get("title") or name
+    await check_workspaces(request, slugs)
+    suffix = Path(name).suffix.lower()
+    suffix = suffix if suffix in SUPPORTED_SUFFIXES else MIME_SUFFIXES.get(mime.lower(), suffix)
+    try:
+        text = await extract_bounded(Path(Path(name).stem + suffix), raw)
+    except Exception as exc:  # unreadable, unsupported, over a limit: say why
+        return JSONResponse({"success": False, "error": str(exc) or type(exc).__name__, "documents": []}, 422)
+    return await stored_upload(user, name, raw, text, slugs, metadata)
+
+
+@endpoint
+async def upload_raw_text(request: Request) -> Response:
+    """``POST /document/raw-text`` ``{textContent, metadata: {title}, addToWorkspaces}``, answered as upload.
+
+    As ``server/endpoints/api/document/index.js``: ``metadata.title`` is required and ``textContent`` must
+    not be empty (422 saying which); the text is stored under its title, as a file of that name would be.
+    """
+    user = await caller(request)
+    body = await read_json(request, upload_limit() + SMALL_BODY)
+    text, targets = body.get("textContent"), body.get("addToWorkspaces") or ""
+    given = body.get("metadata")
+    metadata = upload_metadata(json.dumps(given) if isinstance(given, dict) else given)
+    if not metadata.get("title"):
+        error = "You are missing required metadata key:value pairs in your request. Required: title"
+        raise ApiError(422, {"success": False, "error": error, "documents": []})
+    if not isinstance(text, str) or not text:
+        raise ApiError(422, {"success": False, "error": "The 'textContent' key cannot have an empty value."})
+    if not isinstance(targets, str):
+        raise ApiError(422, {"success": False, "error": "addToWorkspaces must be a string of slugs"})
+    raw = text.encode()
+    if len(raw) > upload_limit():
+        raise ApiError(
+            413, {"success": False, "error": f"the text is over {upload_limit()} bytes (UPLOAD_MAX_BYTES)"}
+        )
+    slugs = [s.strip() for s in targets.split(",") if s.strip()] or [DEFAULT_WORKSPACE]
+    await check_workspaces(request, slugs)
+    return await stored_upload(user, Path(metadata["title"]).name or "raw-text", raw, text, slugs, metadata)
+
+
+async def check_workspaces(request: Request, slugs: list[str]) -> None:
+    """Refuse an upload naming a workspace the caller does not have (404, as AnythingLLM words it)."""
     async with client_of(request) as client:
         known = await workspaces(client)
     missing = [s for s in slugs if s not in known]
     if missing:
         raise ApiError(404, {"success": False, "error": f"Workspace {missing[0]} is not a valid workspace."})
-    suffix = Path(name).suffix.lower()
-    suffix = suffix if suffix in SUPPORTED_SUFFIXES else MIME_SUFFIXES.get(mime.lower(), suffix)
+
+
+async def stored_upload(
+    user: str, name: str, raw: bytes, text: str, slugs: list[str], metadata: Mapping[str, str]
+) -> Response:
+    """Index an upload's text into each workspace and answer with AnythingLLM's document record."""
+    title = metadata.get("title") or name
     try:
-        text = await extract_bounded(Path(Path(name).stem + suffix), raw)
         added = {slug: await add_upload(document_scope(user, slug), name, raw, text, title) for slug in slugs}
-    except Exception as exc:  # unreadable, unsupported, over a limit, no embedding model: say why
+    except Exception as exc:  # over a limit, no embedding model: say why
         return JSONResponse({"success": False, "error": str(exc) or type(exc).__name__, "documents": []}, 422)
     document = {
         "location": SOURCE_PREFIX + name,
@@ -1378,4 +1422,5 @@ routes: list[BaseRoute] = [
     Route("/workspace/{slug}/update-pin", update_pin, methods=["POST"]),
     Route("/workspace/{slug}/vector-search", vector_search, methods=["POST"]),
     Route("/document/upload", upload_document, methods=["POST"]),
+    Route("/document/raw-text", upload_raw_text, methods=["POST"]),
 ]

@@ -311,6 +311,7 @@ async def test_shapes_under_make_serve(keyed_served_url, llm, database_url):  # 
     await test_a_thread_is_renamed_and_deleted_by_its_owner_only(url, fresh())
     await test_a_workspace_is_made_updated_and_deleted_by_its_owner_only(url, fresh())
     await test_upload_metadata_and_pinning_by_its_location(url, fresh())
+    await test_raw_text_becomes_a_document_under_its_title(url, fresh())
 
 
 async def test_a_thread_is_renamed_and_deleted_by_its_owner_only(secured_server, workspace):  # noqa: F811
@@ -438,3 +439,27 @@ async def test_upload_metadata_and_pinning_by_its_location(secured_server, works
         assert unpinned.status_code == 200
         held = (await alice.get(f"/workspace/{workspace}")).json()["workspace"][0]["documents"]
         assert held[0]["pinned"] is False, "pinStatus defaults to false, as there"
+
+
+async def test_raw_text_becomes_a_document_under_its_title(secured_server, workspace):  # noqa: F811
+    """``document/raw-text``: the text is stored under ``metadata.title``; a title and a text are required."""
+    await make_workspace(secured_server, "alice", workspace)
+    async with api(secured_server) as alice:
+        body = {"textContent": "Heron hours are 9 to 5.", "metadata": {"title": "hours.txt"}}
+        made = await alice.post("/document/raw-text", json={**body, "addToWorkspaces": workspace})
+        assert made.status_code == 200, made.text
+        document = made.json()["documents"][0]
+        assert made.json()["success"] is True and document["title"] == "hours.txt"
+        assert document["workspaces"][0]["outcome"] == "added"
+        found = await alice.post(f"/workspace/{workspace}/vector-search", json={"query": "Heron hours"})
+        assert any("9 to 5" in hit["text"] for hit in found.json()["results"]), found.text
+        for bad, says in [
+            ({"textContent": "x", "metadata": {}}, "title"),
+            ({"textContent": "", "metadata": {"title": "t"}}, "textContent"),
+        ]:
+            refused = await alice.post("/document/raw-text", json={**bad, "addToWorkspaces": workspace})
+            assert refused.status_code == 422 and says in refused.json()["error"], refused.text
+        elsewhere = await alice.post(
+            "/document/raw-text", json={**body, "addToWorkspaces": "no-such-workspace"}
+        )
+        assert elsewhere.status_code == 404
