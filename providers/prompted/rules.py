@@ -124,6 +124,10 @@ RULES = (
         "none (the prompt's text)",
         "after plain-word exchanges or a page of context, the model answered in prose and made numbers up",
         steers=True,
+        measured=(
+            f"{STRICT}: "
+            "2026-12-04, without history: strict 6 -> 8 of 16 WITHOUT it (it drew unneeded calls); HISTORY"
+        ),
     ),
     Rule(
         "reopen",
@@ -140,6 +144,10 @@ RULES = (
         "the write's invalid call (HELD / SLOT)",
         "the note held the model's guess instead of the computed number",
         steers=True,
+        measured=(
+            f"{STRICT}: "
+            "2026-12-04: never fired on person+single (identical run); G3's write_figures covers its risk"
+        ),
     ),
     Rule(
         "named_unused",
@@ -157,6 +165,9 @@ RULES = (
         'C1 {"repeat_refused"}',
         "offered every tool, it reached for whatever was left; asked for text, it wrote wrong workings",
         steers=True,
+        measured=(
+            f"{STRICT}: 2026-12-04: strict 6 of 16 with and without; one round fewer on one task, a note kept"
+        ),
     ),
     Rule(
         "described_call",
@@ -165,6 +176,7 @@ RULES = (
         'C1 "described call asked for"',
         "the model wrote the step it meant as advice to the person",
         steers=True,
+        measured=f"{STRICT}: 2026-12-04: strict 6 of 16 with and without; without it 2 answers showed a call",
     ),
     Rule(
         "answer_after_repeats",
@@ -173,6 +185,10 @@ RULES = (
         'G1 "tools withheld"',
         "a model asking again for what it has is going round in circles",
         steers=True,
+        measured=(
+            f"{STRICT}: "
+            "2026-12-04: without it 3.31 calls/task (1.94 with), 6-10 rounds of one call; strict 7 vs 6"
+        ),
     ),
 )
 
