@@ -230,7 +230,7 @@ async def check_leaving(url: str, llm, workspace: str, database_url: str) -> Non
                     break
                 await asyncio.sleep(0.1)
             assert llm.requests
-    await until_settled(url, KEYS["alice"], {"via": "openai-api"})
+    await until_settled(url, KEYS["alice"], {"via": "openai-api"}, gone=True)
     assert logged(database_url, workspace) == []
     alice = get_client(url=url, api_key=KEYS["alice"])
     assert await alice.threads.search(metadata={"via": "openai-api"}) == []

@@ -91,11 +91,14 @@ def approve_edit_reject(ids: list[str]) -> dict[str, Any]:
     }
 
 
-async def until_settled(url: str, api_key: str, metadata: dict[str, Any], limit: float = 60) -> None:
+async def until_settled(
+    url: str, api_key: str, metadata: dict[str, Any], limit: float = 60, *, gone: bool = False
+) -> None:
     """Wait until no thread of the caller's with ``metadata`` is busy: its runs ended, finished or cancelled.
 
     What a test of "nothing was written" waits for, instead of a fixed sleep: a run that was not cancelled
-    keeps its thread busy until it has written.
+    keeps its thread busy until it has written. With ``gone``, until no such thread is left at all (a
+    stateless run's thread is deleted once its run has ended).
     """
     from langgraph_sdk import get_client
 
@@ -103,7 +106,7 @@ async def until_settled(url: str, api_key: str, metadata: dict[str, Any], limit:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         found = await client.threads.search(metadata=metadata, limit=100)
-        if all(t["status"] != "busy" for t in found):
+        if not found or (not gone and all(t["status"] != "busy" for t in found)):
             return
         await asyncio.sleep(0.2)
-    raise AssertionError(f"a thread with {metadata} was still busy after {limit} s")
+    raise AssertionError(f"a thread with {metadata} was still {'there' if gone else 'busy'} after {limit} s")
