@@ -126,7 +126,8 @@ RULES = (
         steers=True,
         measured=(
             f"{STRICT}: "
-            "2026-12-04, without history: strict 6 -> 8 of 16 WITHOUT it (it drew unneeded calls); HISTORY"
+            "2026-12-04, without history: strict 6 -> 8 of 16 WITHOUT it (it drew unneeded calls); "
+            "with history (its purpose): not yet measured off"
         ),
     ),
     Rule(
