@@ -91,6 +91,11 @@ KNOWN_WINDOWS = {
 }
 
 
+def scope_of(settings: Context | IngestContext) -> str:
+    """The key a settings' user's workspace keeps its documents under (``document_scope``)."""
+    return document_scope(settings.user_id, settings.workspace)
+
+
 class ContextError(ValueError):
     """A setting of the wrong type or out of range; the message names the field."""
 
@@ -339,10 +344,7 @@ class Context(Settings):
             )
         return self
 
-    @property
-    def documents(self) -> str:
-        """The key of the user's workspace in the documents tables (``document_scope``)."""
-        return document_scope(self.user_id, self.workspace)
+    documents = property(scope_of, doc="The key of the user's workspace in the documents tables.")
 
     @property
     def window(self) -> int:
@@ -473,7 +475,4 @@ class IngestContext(Settings):
             )
         return self
 
-    @property
-    def documents(self) -> str:
-        """The key of the user's workspace in the documents tables (``document_scope``)."""
-        return document_scope(self.user_id, self.workspace)
+    documents = property(scope_of, doc="The key of the user's workspace in the documents tables.")

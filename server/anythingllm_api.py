@@ -280,7 +280,17 @@ async def threads_of(client: LangGraphClient, slug: str) -> list[dict[str, Any]]
     """The caller's threads of a workspace (made by ``thread/new``), oldest first.
 
     Returned with AnythingLLM's ``workspace_threads`` fields plus this server's ids; each route picks the
-    fields its ``include`` selects. The server's search shows the caller's own threads only.
+    fields its ``include`` selects.
+    """
+    return [
+        thread_record(t) for t in await all_threads(client, slug) if THREAD_KEY in (t.get("metadata") or {})
+    ]
+
+
+async def all_threads(client: LangGraphClient, slug: str) -> list[dict[str, Any]]:
+    """Every thread of the caller's in a workspace, its sessions' and its thread slugs', oldest first.
+
+    The server's search shows the caller's own threads only.
     """
     found: list[dict[str, Any]] = []
     while True:
@@ -293,8 +303,7 @@ async def threads_of(client: LangGraphClient, slug: str) -> list[dict[str, Any]]
         )
         found += [dict(t) for t in page]
         if len(page) < 100:
-            break
-    return [thread_record(t) for t in found if THREAD_KEY in (t.get("metadata") or {})]
+            return found
 
 
 def thread_record(
@@ -477,24 +486,14 @@ async def delete_workspace(request: Request) -> Response:
         mine = [a for a in mine if (a.get("metadata") or {}).get("created_by") != "system"]
         if not mine:
             return Response(status_code=400)
-        for thread in await threads_in(client, slug):
-            await client.threads.delete(thread)
+        for thread in await all_threads(client, slug):
+            await client.threads.delete(str(thread["thread_id"]))
         for assistant in mine:
             await client.assistants.delete(str(assistant["assistant_id"]))
     store = DocumentStore()
     scope = document_scope(user, slug)
     await store.remove_documents(scope, [d.id for d in await store.list_documents(scope)])
     return Response(status_code=200)
-
-
-async def threads_in(client: LangGraphClient, slug: str) -> list[str]:
-    """The ids of all the caller's threads of a workspace: its sessions' and its thread slugs'."""
-    found: list[str] = []
-    while True:
-        page = await client.threads.search(metadata={WORKSPACE_KEY: slug}, limit=100, offset=len(found))
-        found += [str(t["thread_id"]) for t in page]
-        if len(page) < 100:
-            return found
 
 
 @endpoint
@@ -1264,17 +1263,17 @@ METADATA_KEYS = ("title", "docAuthor", "description", "docSource")
 
 
 def upload_metadata(given: Any) -> dict[str, str]:
-    """The upload form's ``metadata``: a JSON object of ``METADATA_KEYS``, strings up to 1000 characters.
+    """An upload's ``metadata`` (the form's JSON text, or raw-text's object): ``METADATA_KEYS`` as strings.
 
     AnythingLLM reads it with ``safeJsonParse(_, {})``: text that is not JSON is no metadata. Other keys are
     dropped, as there; a value that is not a string is refused, naming the key.
     """
-    if not isinstance(given, str) or not given.strip():
-        return {}
-    try:
-        parsed = json.loads(given)
-    except json.JSONDecodeError:
-        return {}
+    if isinstance(given, str):
+        try:
+            given = json.loads(given) if given.strip() else {}
+        except json.JSONDecodeError:
+            return {}
+    parsed = given
     if not isinstance(parsed, dict):
         return {}
     chosen = {k: parsed[k] for k in METADATA_KEYS if parsed.get(k) is not None}
@@ -1348,8 +1347,7 @@ async def upload_raw_text(request: Request) -> Response:
     user = await caller(request)
     body = await read_json(request, upload_limit() + SMALL_BODY)
     text, targets = body.get("textContent"), body.get("addToWorkspaces") or ""
-    given = body.get("metadata")
-    metadata = upload_metadata(json.dumps(given) if isinstance(given, dict) else given)
+    metadata = upload_metadata(body.get("metadata"))
     if not metadata.get("title"):
         error = "You are missing required metadata key:value pairs in your request. Required: title"
         raise ApiError(422, {"success": False, "error": error, "documents": []})
