@@ -47,6 +47,8 @@ MODEL_ENV = "LOCAL_MODEL"
 MODEL_PATH_ENV = "LOCAL_MODEL_PATH"
 #: Environment variable setting the window the shared local server is started with.
 CONTEXT_ENV = "LOCAL_MODEL_CONTEXT"
+#: The window the local server is started with: what the model is trained for at this size, and what 2 cores
+#: can fill in reasonable time. It is the provider's fact that trimming uses (not the family's 32k).
 DEFAULT_CONTEXT = 4096
 
 

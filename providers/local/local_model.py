@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ...core.settings import DEFAULT_CONTEXT
 from .model_file import (
     PINS,
     LocalModelError,
@@ -57,10 +58,6 @@ __all__ = [
     "sha256_file",
     "thread_count",
 ]
-
-#: The window the server is started with: what the model is trained for at this size, and what 2 cores
-#: can fill in reasonable time. It is the provider's fact that trimming uses (not the family's 32k).
-DEFAULT_CONTEXT = 4096
 
 
 def _available_cores() -> int:
