@@ -22,7 +22,7 @@ more, written once ``fresh`` had been read; ``blind`` eight more, written once `
 ``last`` eight more, once ``final`` had; ``coda`` eight more, once ``last`` had; ``encore``
 eight more, once ``coda`` had; ``person`` eight more and ``single`` eight one-step-or-none questions (a sum,
 the weekday, a document fact, general knowledge), both written for the strict reading before the change they
-measure.
+measure; ``plain`` and ``brief`` the same again, written before the turn's tools were chosen by relevance.
 
 Each task is read twice. ``done`` is the check alone (the number in the answer, the note). ``strict`` is how a
 person reads the turn (``strict_faults``): done, and no figure but the question's and the task's own, no call
@@ -38,6 +38,7 @@ digest|messages`` for how the model reads a round's results).
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import os
 import re
@@ -457,6 +458,13 @@ def date_said(outcome: Outcome) -> bool:
     return any(d.lower() in outcome.answer.lower() for d in dates_of(outcome))
 
 
+def month_named(outcome: Outcome) -> bool:
+    """The answer names this month and no other."""
+    months = {outcome.started.strftime("%B"), outcome.ended.strftime("%B")}
+    named = {m for m in calendar.month_name[1:] if m.lower() in outcome.answer.lower()}
+    return bool(named) and named <= months
+
+
 def mentions(*words: str) -> Check:
     """The answer holds each of these words (case ignored)."""
     return lambda outcome: all(w.lower() in outcome.answer.lower() for w in words)
@@ -785,9 +793,51 @@ SINGLE = [
     Task("author-only", "none", "@agent Who wrote the play Romeo and Juliet?", mentions("Shakespeare"),
          "Shakespeare", set()),
 ]  # fmt: skip
+#: Written in stop 44 before the turn's tools were chosen by relevance (issue 33, item 2), and run untouched
+#: first: one per kind of two-step task, each with the figures a person may read in its answer.
+PLAIN = [
+    Task("business-year-x2", "documents>calculate",
+         "@agent How much do 2 Lanternfish Business installations cost per year when paid yearly?",
+         says(980), "980 (2 x 490 EUR)", {2, 490, 980}),
+    Task("team-checks-x4", "documents>calculate",
+         "@agent How many checks do 4 Lanternfish Team installations allow altogether?",
+         says(1000), "1000 (4 x 250)", {4, 250, 1000}),
+    Task("weekday-note", "datetime>note", "@agent Save a note saying which day of the week it is today.",
+         note_with_weekday, "a note with today's weekday", clock_figures),
+    Task("product-note", "calculate>note", "@agent Compute 125 times 8 and put the answer in a note.",
+         note_says(1000), "a note with 1000", {125, 8, 1000}),
+    Task("divide-then-minus", "calculate>calculate", "@agent Divide 1440 by 12, then subtract 30 from that.",
+         says(90), "90", {1440, 12, 120, 30, 90}),
+    Task("age-born-1990", "datetime>calculate",
+         "@agent How old does someone born in 1990 turn this year?",
+         says(years_since_1990), "this year - 1990", lambda o: clock_figures(o) | years_since_1990(o)),
+    Task("reset-link-note", "documents>note",
+         "@agent Look up how many minutes a Lanternfish password reset link stays valid and save that in a "
+         "note.", note_says(15), "a note with 15", {15}),
+    Task("team-year-x3-note", "documents>calculate>note",
+         "@agent Take the yearly price of the Lanternfish Team plan, multiply it by 3, and save the result "
+         "in a note.", note_says(360), "a note with 360 (3 x 120)", {120, 3, 360}),
+]  # fmt: skip
+#: One step or none, written with ``plain`` and run untouched first. None asks for a write.
+BRIEF = [
+    Task("minus-only", "calculate", "@agent What is 1234 minus 567?", says(667), "667", {1234, 567, 667}),
+    Task("square-only", "calculate", "@agent What is 23 squared?", says(529), "529", {23, 2, 529}),
+    Task("month-only", "datetime", "@agent Which month is it right now?", month_named, "this month",
+         clock_figures),
+    Task("year-only", "datetime", "@agent What year is it?", says(this_year), "this year", clock_figures),
+    Task("down-after", "documents",
+         "@agent After how many failed attempts in a row is a Lanternfish check marked down?",
+         says(3), "3", {3}),
+    Task("retention-days", "documents", "@agent How long does Lanternfish keep check results?",
+         says(90), "90 days", {90}),
+    Task("gold-symbol", "none", "@agent What is the chemical symbol for gold?", mentions("Au"), "Au", set()),
+    Task("thanks-french", "none", "@agent How do you say 'thank you' in French?", mentions("merci"),
+         "merci", set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
-         "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE}  # fmt: skip
+         "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
+         "brief": BRIEF}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
