@@ -316,6 +316,11 @@ class Context(Settings):
         description="Tool-name patterns this run does not offer: how a run's context narrows its assistant's "
         "tools. Set per run, not on an assistant.",
     )
+    choose_tools: bool = Field(
+        default=True,
+        description="Offer each turn only the tools its message needs (C0): a tool that acts only when asked "
+        "for in words. False offers every tool the workspace allows; approval applies either way.",
+    )
     memories_enabled: bool = Field(
         default=True, description="Use and extract long-term memories of the user in this workspace."
     )

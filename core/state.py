@@ -112,6 +112,8 @@ class AgentState(InputState, _TurnOutcome, total=False):
     memories: list[str]
     plan: Plan
     approved: list[ToolCall]
+    #: The turn's tools by name (C0); ``None`` offers every tool the workspace allows.
+    offered: list[str] | None
     tool_calls_made: Annotated[int, operator.add]
 
 

@@ -1,9 +1,10 @@
 """The agent graph: one chat or agent turn, every decision a named node or conditional edge.
 
 Reads top to bottom like DESIGN §1: route (A3) → [ingest_uploads (I2), only for a message carrying files]
-→ load_history (B4) ∥ retrieve (B8) ∥ recall (M2) → trim (B11) → call_model (C1, G2) → approve (D3, D21)
-→ execute_tool × n (C10) → trim → … → check_figures (G3) → finish (G1). History, documents and memories are
-independent reads, so they run side by side and trim waits for all.
+→ load_history (B4) ∥ retrieve (B8) ∥ recall (M2) → choose_tools (C0) → trim (B11) → call_model (C1, G2)
+→ approve (D3, D21) → execute_tool × n (C10) → trim → … → check_figures (G3) → finish (G1). History,
+documents and memories are independent reads, so they run side by side; the turn's tools are chosen once
+they are in, since passages found for the message are one reason to offer the document search.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..core.state import AgentState, InputState, OutputState
 from ..nodes.approve import approve
 from ..nodes.call_model import call_model, route_after_model
 from ..nodes.check_figures import check_figures
+from ..nodes.choose_tools import choose_tools
 from ..nodes.finish import finish
 from ..nodes.history import load_history
 from ..nodes.recall import recall
@@ -85,6 +87,7 @@ def build_graph(
     builder.add_node("load_history", node(load_history))
     builder.add_node("retrieve", node(partial(retrieve, services=services)))
     builder.add_node("recall", node(partial(recall, services=services)))
+    builder.add_node("choose_tools", node(partial(choose_tools, services=services)))
     builder.add_node("trim", node(trim))
     builder.add_node("call_model", node(partial(call_model, services=services)))
     builder.add_node("check_figures", node(partial(check_figures, services=services)))
@@ -96,7 +99,8 @@ def build_graph(
     builder.add_conditional_edges("route", router(route_uploads), ["ingest_uploads", *AFTER_ROUTE])
     for after in AFTER_ROUTE:
         builder.add_edge("ingest_uploads", after)
-    builder.add_edge(["load_history", "retrieve", "recall"], "trim")
+    builder.add_edge(["load_history", "retrieve", "recall"], "choose_tools")
+    builder.add_edge("choose_tools", "trim")
     builder.add_conditional_edges("trim", router(route_after_trim), ["call_model", "finish"])
     builder.add_conditional_edges(
         "call_model", router(route_after_model), ["approve", "check_figures", "finish"]

@@ -45,7 +45,10 @@ async def _offered_tools(
     """
     if state.get("route") != "agent":
         return [], None, []
-    tools = list((await services.toolset(ctx)).tools.values())
+    offered = state.get("offered")
+    tools = [t for t in (await services.toolset(ctx)).tools.values() if offered is None or t.name in offered]
+    if not tools:
+        return [], None, []
     made = state.get("tool_calls_made", 0)
     if made >= ctx.max_tool_calls:
         why = f"{made} of {ctx.max_tool_calls} tool calls spent: the model must answer"
@@ -178,7 +181,7 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     plan = state.get("plan", {})  # trim's, always there by now; missing, it is the empty plan between turns
     request: list[BaseMessage] = assemble(plan, state["messages"])
     how = "natively"
-    if tools and not ctx.native_tool_calling:
+    if state.get("route") == "agent" and not ctx.native_tool_calling:
         grammar = services.call_grammar()
         sampled = _sampled(model, ctx, max_tokens=None)  # the prompted turn asks for its own max_tokens
         question = turn_question(state["messages"])

@@ -126,6 +126,7 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
         "uploads": [],
         "context": [],
         "approved": [],
+        "offered": None,
         "plan": {},
         "stop_reason": None,
     }

@@ -54,6 +54,8 @@ class Services:
     documents: DocumentStore = field(default_factory=DocumentStore)
     settings: ModelSettings = field(default_factory=model_settings)
     _builtins: dict[tuple[str, str], list[BaseTool]] = field(default_factory=dict, repr=False)
+    #: Embeddings of the tools' texts by (vector space, text), for the turn's tool choice (C0).
+    tool_vectors: dict[tuple[str, str], list[float]] = field(default_factory=dict, repr=False)
     _bound: dict[tuple[int, ...], Any] = field(default_factory=dict, repr=False)
 
     def bind_tools(self, model: BaseChatModel, tools: list[BaseTool]) -> Any:

@@ -100,7 +100,8 @@ async def prompted_turn(
     Args:
         model: The chat model.
         request: The trimmed request, without the catalog.
-        tools: The tools described in the catalog.
+        tools: The tools described in the catalog; none (C0 chose none) leaves the catalog out, and the
+            reply is text (under the text grammar where the endpoint takes one).
         max_tokens: The reply limit (the reserve trim kept free), so a runaway list cannot fill the window.
         window: The model's window: what the request and ``max_tokens`` leave of it is the catalog's room;
             when the whole catalog needs more, the tools most relevant to the user's message are kept.
@@ -138,16 +139,17 @@ async def prompted_turn(
     offered, left_out = fit_tools(tools, query, room)
     schemas = {t.name: schema_of(t) for t in offered}
     options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
-    if grammar and answer_only:
+    if grammar and (answer_only or not offered):
         options["extra_body"] = {"grammar": TEXT_GRAMMAR}
     elif grammar and offered:
         options.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         planned = [t for t in offered if t.name in calls_only] or offered
         rules = call_grammar(planned, schemas, calls_only=bool(calls_only))
         options["extra_body"] = {"grammar": rules}
-    reminding = first_round and not answer_only and on("reminder")
+    reminding = first_round and not answer_only and offered and on("reminder")
     reminded = with_reminder(request, given_with) if reminding else request
-    prompt = with_catalog(reminded, offered)
+    # No tool offered (C0 chose none): no catalog either, and the grammar admits text only
+    prompt = with_catalog(reminded, offered) if offered else reminded
     refused = None
     try:
         response = await ask(model, options, prompt, show_text="extra_body" in options)

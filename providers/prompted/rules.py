@@ -118,6 +118,15 @@ RULES = (
         steers=False,
     ),
     Rule(
+        "choose_tools",
+        "a turn of a model that reads its tools from the prompt",
+        "offers the tools the message needs; acting ones only when asked for in words (nodes/choose_tools)",
+        'C0 {"offered", "left_out"}',
+        "offered every tool, the 1.5B called tools a question did not need and proposed unasked notes",
+        steers=True,
+        measured=f"{STRICT.replace('person,single', 'plain,brief,person,single')}: see bench/README.md",
+    ),
+    Rule(
         "reminder",
         "the person's message follows history or document context, on the turn's first call",
         "says the catalog's rule again after the message (catalog.with_reminder)",

@@ -47,7 +47,11 @@ def calls(*pairs: tuple[str, dict]) -> dict:
 
 
 def prompted(workspace: str, **kw) -> Context:
-    return Context(workspace=workspace, native_tool_calling=False, auto_approved=["*"], **kw)
+    """A prompted run offered every tool: these tests are about the loop; the turn's tool choice (C0) has
+    its own (test_choose_tools)."""
+    return Context(
+        workspace=workspace, native_tool_calling=False, auto_approved=["*"], choose_tools=False, **kw
+    )
 
 
 async def test_a_second_dependent_call_runs_and_the_turn_ends_on_the_models_text(

@@ -106,7 +106,9 @@ async def test_a_catalog_too_large_for_the_window_is_cut_to_the_relevant_tools_a
     many = [tool(f"gadget_{i}", f"Polishes gadget {i} with a soft cloth and some wax") for i in range(40)]
     graph = build_graph(checkpointer=saver, tools=many)
     llm.push(text_reply('[{"name": "calculate", "arguments": {"expression": "6*7"}}]'), text_reply("42"))
-    context = Context(workspace=workspace, native_tool_calling=False, context_window=2048)
+    context = Context(  # every tool offered (C0 off): the cut under test is the window's
+        workspace=workspace, native_tool_calling=False, context_window=2048, choose_tools=False
+    )
     out = await graph.ainvoke(user_message("@agent calculate 6*7"), thread, context=context)
     cut = next(d for d in decisions_of(out, "C1") if "left_out" in d["outcome"])
     assert "calculate" in cut["outcome"]["offered"] and len(cut["outcome"]["left_out"]) > 10

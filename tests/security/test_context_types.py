@@ -29,6 +29,7 @@ BAD = [
     ("history_limit", "abc", "must be a whole number"),
     ("history_limit", True, "must be a whole number"),
     ("memories_enabled", "no", "must be true or false"),
+    ("choose_tools", "no", "must be true or false"),
     ("tool_timeout", -5, "must be above 0"),
     ("tool_timeout", "5", "must be a number"),
     ("workspace", "", "must be a slug"),
@@ -76,6 +77,7 @@ async def test_bad_settings_through_the_sdk_name_the_field(dev_server, llm, work
     for name, value, says in [
         ("history_limit", "abc", "must be a whole number"),
         ("memories_enabled", "no", "must be true or false"),
+        ("choose_tools", "no", "must be true or false"),
         ("tool_timeout", -5, "must be above 0"),
     ]:
         thread = await client.threads.create()

@@ -1,0 +1,117 @@
+"""C0 — which tools does this turn offer? Those the message needs, not every tool the workspace has.
+
+A small model offered every tool reaches for them: the 1.5B ran ``current_datetime`` and ``calculate`` for
+"What is the capital of France?", and proposed notes nobody asked for. Its catalog was also most of its
+prompt. So, once per turn (as AnythingLLM's reranker does), the tools are chosen against the person's
+message, within what the workspace and run allow (``tools``, ``without_tools``):
+
+- a tool that acts (saves, writes, fetches) is offered only when the message asks for it in words: an
+  action is taken because it was asked for, never because a message resembles it;
+- a read-only tool is offered when the message asks for it in words, or its description or an example
+  request is close to the message by embedding (``RELEVANT``); ``search_documents`` also when retrieval
+  found passages of the workspace for the message.
+
+A model that calls tools natively is offered every tool: it reads their schemas, not a catalog in its
+prompt, and chooses well among many (AnythingLLM ranks only beyond 15; cutting a list of MCP tools for a
+message like "go" would hide the one meant). If the embedder fails, every tool is offered, as AnythingLLM
+falls back. ``choose_tools: false`` in a run's context offers them all;
+that only widens the offer to what the workspace allows, and approval still applies to each call.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+
+from ..core.context import Context
+from ..core.conversation import message_text, turn_question
+from ..core.state import AgentState, decision
+from ..providers.prompted.catalog import acts
+from ..providers.prompted.rules import on
+from ..skills.documents import embedder
+from ..skills.tool_cues import asked_for, tool_texts
+from .services import Services
+
+#: Cosine (all-MiniLM-L6-v2) a read-only tool's description or an example request must reach against the
+#: message. Chosen on the bench's older splits (a tool the task needed and not offered: 11 of 112 tasks at
+#: 0.40, all unit conversions the cue words now name) and checked on the four untouched ones.
+RELEVANT = 0.40
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+async def relevance(services: Services, message: str, tools: list[BaseTool]) -> dict[str, float]:
+    """Each tool's closeness to the message: the best cosine of its description and its example requests.
+
+    Tool texts are embedded once per process and vector space; a turn embeds only the message.
+    """
+    embeddings, space = await embedder()
+    cache = services.tool_vectors
+    missing = sorted({t for tool in tools for t in tool_texts(tool) if (space, t) not in cache})
+    if missing:
+        for text, vector in zip(missing, await embeddings.aembed_documents(missing), strict=True):
+            cache[(space, text)] = vector
+    asked = await embeddings.aembed_query(message)
+    return {tool.name: max(_cosine(asked, cache[(space, t)]) for t in tool_texts(tool)) for tool in tools}
+
+
+def _why(tool: BaseTool, named: bool, score: float, found: bool) -> str:
+    if acts(tool):
+        return "asked for in words" if named else "acts, and the message does not ask for it"
+    if named:
+        return "asked for in words"
+    if score >= RELEVANT:
+        return f"relevant ({score:.2f})"
+    if found:
+        return "the workspace's documents match the message"
+    return f"not relevant ({score:.2f})"
+
+
+async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict[str, Any]:
+    """Choose the turn's tools once, before its first model call; every round of the turn keeps them."""
+    if state.get("route") != "agent":
+        return {}
+    ctx = runtime.context
+    tools = list((await services.toolset(ctx)).tools.values())
+    question = turn_question(state["messages"])
+    message = message_text(question) if question is not None else ""
+    if not ctx.choose_tools or not on("choose_tools") or not tools:
+        why = "the run asked for every tool" if not ctx.choose_tools else "every tool the workspace allows"
+        return {"offered": None, "decisions": [decision("C0", "code", "all", why)]}
+    if ctx.native_tool_calling:
+        why = "a native tool caller reads every tool's schema and is offered them all"
+        return {"offered": None, "decisions": [decision("C0", "code", "all", why)]}
+    try:
+        scores = await relevance(services, message, tools)
+    except Exception as exc:  # no embedder: every tool, as AnythingLLM falls back
+        why = f"the tools could not be ranked ({type(exc).__name__}: {exc}): every tool is offered"
+        return {"offered": None, "decisions": [decision("C0", "code", "all", why)]}
+    found = any("chunk" in s for s in state.get("sources") or [])
+    reasons: dict[str, str] = {}
+    offered = []
+    for tool in tools:
+        builtin = not (tool.metadata or {}).get("mcp")
+        named = asked_for(tool, message, builtin)
+        score = scores.get(tool.name, 0.0)
+        if acts(tool):
+            chosen = named
+        else:
+            chosen = named or score >= RELEVANT or (found and tool.name == "search_documents")
+        reasons[tool.name] = _why(tool, named, score, found)
+        if chosen:
+            offered.append(tool.name)
+    left_out = {n: reasons[n] for n in reasons if n not in offered}
+    why = (
+        f"{len(offered)} of {len(tools)} tools offered: "
+        + "; ".join(f"{n}: {reasons[n]}" for n in offered)
+        + (f". Left out: {'; '.join(f'{n}: {r}' for n, r in left_out.items())}" if left_out else "")
+    )
+    outcome = {"offered": offered, "left_out": sorted(left_out)}
+    return {"offered": offered, "decisions": [decision("C0", "code", outcome, why)]}

@@ -1,0 +1,107 @@
+"""What tells the turn's tool choice (C0) that a message may need a tool: example requests and cue words.
+
+Each built-in tool has a few example requests, written for this table and about other subjects than the
+sample documents, so a message is compared with requests of the same kind rather than with a description
+in a tool's own vocabulary ("Evaluate an arithmetic expression" is far, for an embedder, from "what do 3
+tickets cost?"). AnythingLLM's reranker embeds example prompts with each tool for the same reason.
+
+``ASKED_BY`` are the words by which a message asks for a tool: for a tool that acts (saves, writes,
+fetches), the only way it is offered, because an action is done when it was asked for, never because a
+message resembles it. A tool without an entry (an MCP tool, a deployment's SQL tools) is asked for by the
+word of its name that says what it acts on (``create_issue``: an issue), as ``named_unused`` reads it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from langchain_core.tools import BaseTool
+
+#: Longest text of one tool given to the embedder (AnythingLLM cuts at 1000 characters too).
+TOOL_TEXT_CHARS = 1000
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "calculate": (
+        "What is 17 times 23?",
+        "How much is 20% of 350?",
+        "Add up 120, 45 and 8.",
+        "What do 4 tickets at 35 dollars cost in total?",
+        "How much is that per year if it is 15 a month?",
+        "How many minutes are there in 6 hours?",
+        "Convert 3 days into hours.",
+    ),
+    "current_datetime": (
+        "What time is it?",
+        "What is today's date?",
+        "What day of the week is it?",
+        "Which year are we in?",
+        "How many days are left until the end of the month?",
+    ),
+    "search_documents": (
+        "What does the handbook say about holidays?",
+        "Find the section on installation in my files.",
+        "According to the documents, what does the premium tier include?",
+        "Look up the warranty period in the uploaded files.",
+    ),
+    "list_documents": (
+        "Which documents are in this workspace?",
+        "What files have I uploaded?",
+        "Show me the list of documents.",
+    ),
+    "summarize_document": (
+        "Summarize the onboarding guide.",
+        "Give me the key points of the report.",
+        "What is the contract document about?",
+    ),
+    "save_note": (
+        "Save this as a note.",
+        "Write that down in a note for me.",
+        "Keep a note of the meeting time.",
+    ),
+    "save_to_workspace": (
+        "Save this text as a new document in the workspace.",
+        "Store this summary as a document so I can search it later.",
+    ),
+    "fetch_url": (
+        "Read the page at https://example.org/news.",
+        "What does this web page say?",
+        "Fetch this link and tell me what it is about.",
+    ),
+}
+
+_QUANTITY = (
+    r"\d|\bhow (?:many|much|long|old|often|far)\b|\b(?:total|together|altogether|sum|average|percent)\b"
+)
+ASKED_BY: dict[str, re.Pattern[str]] = {
+    name: re.compile(pattern, re.IGNORECASE)
+    for name, pattern in {
+        # arithmetic works on figures: a message that gives or asks for a quantity may need it
+        "calculate": _QUANTITY,
+        "current_datetime": r"\b(?:today|now|date|time|weekday|this (?:year|month|week))\b",
+        "search_documents": r"\b(?:documents?|files?|search)\b",
+        "list_documents": r"\b(?:which|what|list)\b.*\b(?:documents|files)\b",
+        "summarize_document": r"\bsummar(?:y|ise|ize)\b|\bkey points\b",
+        "save_note": r"\bnotes?\b|\bjot\b|\bremember\b|\bwrite (?:it|this|that) down\b",
+        "save_to_workspace": r"\b(?:save|store|add|keep|write)\b.*\b(?:workspace|as an? (?:new )?document)\b",
+        "fetch_url": r"https?://|\burl\b|\bweb ?page\b|\bwebsite\b",
+    }.items()
+}
+
+
+def tool_texts(tool: BaseTool) -> list[str]:
+    """What a message is compared with for a tool: its name and description, and its example requests."""
+    described = f"{tool.name.replace('_', ' ')}: {' '.join(str(tool.description or '').split())}"
+    return [described[:TOOL_TEXT_CHARS], *EXAMPLES.get(tool.name, ())]
+
+
+def _words(text: str) -> set[str]:
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    return words | {w[:-1] for w in words if w.endswith("s")}
+
+
+def asked_for(tool: BaseTool, message: str, builtin: bool) -> bool:
+    """Whether the message asks for the tool in words: its cue for a built-in, else what its name acts on."""
+    if builtin and tool.name in ASKED_BY:
+        return bool(ASKED_BY[tool.name].search(message))
+    last = re.split(r"[^a-z]+", tool.name.lower().rstrip("s"))[-1]
+    return len(last) > 2 and last in _words(message)

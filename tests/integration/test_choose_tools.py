@@ -1,0 +1,119 @@
+"""C0 through the real ChatOpenAI path: a prompted turn is offered the tools its message needs, no more.
+
+Offered every tool, the 1.5B ran ``current_datetime`` for "What is the capital of France?" and proposed notes
+nobody asked for. What a turn offers is read here where the model reads it: the catalog in the request.
+"""
+
+from __future__ import annotations
+
+import re
+
+from langchain_core.tools import StructuredTool
+
+from tests.support.helpers import decisions_of, user_message
+from workspace_agent.core.context import Context
+from workspace_agent.graphs.agent import build_graph
+from workspace_agent.samples.scripted_model import text_reply
+
+
+def in_catalog(request: dict) -> list[str]:
+    """The tools the catalog of a prompted request describes (none when it has no catalog)."""
+    system = request["messages"][0]["content"] if request["messages"][0]["role"] == "system" else ""
+    if "\n\nTools:\n" not in system:
+        return []
+    return re.findall(r"^- (\w+): ", system.split("\n\nTools:\n", 1)[1], flags=re.MULTILINE)
+
+
+def prompted(workspace: str, **kw: object) -> Context:
+    return Context(workspace=workspace, native_tool_calling=False, **kw)
+
+
+async def test_a_question_that_needs_no_tool_gets_no_catalog(llm, saver, workspace, thread):
+    graph = build_graph(checkpointer=saver)
+    llm.push(text_reply("Paris."))
+    out = await graph.ainvoke(
+        user_message("@agent what is the capital of France?"), thread, context=prompted(workspace)
+    )
+    assert out["messages"][-1].content == "Paris." and out["stop_reason"] == "answered"
+    assert in_catalog(llm.requests[0]) == [] and "Tools:" not in llm.requests[0]["messages"][0]["content"]
+    chosen = decisions_of(out, "C0")[0]
+    assert chosen["decided_by"] == "code" and chosen["outcome"]["offered"] == []
+    assert "save_note" in chosen["outcome"]["left_out"] and "save_note: acts" in chosen["why"]
+
+
+async def test_a_tool_that_acts_is_offered_only_when_the_message_asks_for_it(llm, saver, workspace, thread):
+    graph = build_graph(checkpointer=saver)
+    llm.push(text_reply("36 EUR."))
+    await graph.ainvoke(
+        user_message("@agent what do 3 tickets at 12 EUR cost?"), thread, context=prompted(workspace)
+    )
+    offered = in_catalog(llm.requests[0])
+    assert "calculate" in offered, "a question with figures may need arithmetic"
+    assert not {"save_note", "save_to_workspace", "fetch_url"} & set(offered), "nothing asked to be saved"
+
+    llm.reset()
+    llm.push(text_reply("36 EUR."))
+    await graph.ainvoke(
+        user_message("@agent what do 3 tickets at 12 EUR cost? save it as a note"),
+        thread,
+        context=prompted(workspace),
+    )
+    offered = in_catalog(llm.requests[0])
+    assert {"calculate", "save_note"} <= set(offered) and "save_to_workspace" not in offered
+
+
+async def test_a_program_tool_is_asked_for_by_what_its_name_acts_on(llm, saver, workspace, thread):
+    filed: list[str] = []
+
+    def create_issue(title: str) -> str:
+        """Open an issue in the team's tracker with this title."""
+        filed.append(title)
+        return "filed"
+
+    tool = StructuredTool.from_function(create_issue)  # no readOnlyHint: it acts
+    graph = build_graph(checkpointer=saver, tools=[tool])
+    llm.push(text_reply("A joke."))
+    await graph.ainvoke(user_message("@agent tell me a joke"), thread, context=prompted(workspace))
+    assert "create_issue" not in in_catalog(llm.requests[0])
+
+    llm.reset()
+    llm.push(text_reply("Which title?"))
+    await graph.ainvoke(
+        user_message("@agent open an issue about the broken login"), thread, context=prompted(workspace)
+    )
+    assert "create_issue" in in_catalog(llm.requests[0]) and filed == []
+
+
+async def test_choose_tools_false_offers_every_tool_and_approval_still_holds(llm, saver, workspace, thread):
+    graph = build_graph(checkpointer=saver)
+    context = prompted(workspace, choose_tools=False)
+    llm.push(text_reply('[{"name": "save_note", "arguments": {"text": "Paris"}}]'))
+    out = await graph.ainvoke(user_message("@agent what is the capital of France?"), thread, context=context)
+    assert {"calculate", "save_note", "current_datetime"} <= set(in_catalog(llm.requests[0]))
+    assert decisions_of(out, "C0")[0]["outcome"] == "all"
+    assert out["__interrupt__"][0].value["action_requests"][0]["name"] == "save_note", "still asked first"
+
+
+async def test_a_native_tool_caller_is_offered_every_tool(llm, saver, workspace, thread):
+    graph = build_graph(checkpointer=saver)
+    llm.push(text_reply("Paris."))
+    context = Context(workspace=workspace, native_tool_calling=True)
+    out = await graph.ainvoke(user_message("@agent what is the capital of France?"), thread, context=context)
+    sent = {t["function"]["name"] for t in llm.requests[0]["tools"]}
+    assert {"calculate", "save_note"} <= sent
+    assert decisions_of(out, "C0")[0]["outcome"] == "all"
+
+
+async def test_every_round_of_a_turn_keeps_the_turns_tools(llm, saver, workspace, thread):
+    graph = build_graph(checkpointer=saver)
+    llm.push(
+        text_reply('[{"name": "calculate", "arguments": {"expression": "3*12"}}]'),
+        text_reply("36 EUR."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent what do 3 tickets at 12 EUR cost?"), thread, context=prompted(workspace)
+    )
+    first, second = llm.requests
+    assert out["messages"][-1].content == "36 EUR."
+    assert in_catalog(first) == in_catalog(second) and "save_note" not in in_catalog(second)
+    assert len(decisions_of(out, "C0")) == 1, "chosen once per turn"
