@@ -304,13 +304,28 @@ def numbers(text: str) -> list[float]:
     return found
 
 
+#: Small whole numbers as a person writes them in a sentence ("after three failed attempts").
+NUMBER_WORDS = dict(
+    enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+)
+
+
 def says(value: float | Callable[[Outcome], set[float]], where: str = "answer") -> Check:
-    """The answer (or a saved note) writes this number (or one of the numbers a function of the clock)."""
+    """The answer (or a saved note) writes this number (or one of the numbers a function of the clock).
+
+    A small whole number may be written as a word, as a person reads "three" as 3.
+    """
 
     def check(outcome: Outcome) -> bool:
         wanted = value(outcome) if callable(value) else {float(value)}
         texts = [outcome.answer] if where == "answer" else outcome.notes
-        return any(abs(n - w) < 1e-6 for t in texts for n in numbers(t) for w in wanted)
+        if any(abs(n - w) < 1e-6 for t in texts for n in numbers(t) for w in wanted):
+            return True
+        words = {NUMBER_WORDS[int(w)] for w in wanted if w == int(w) and int(w) in NUMBER_WORDS}
+        return any(re.search(rf"\b{word}\b", t, re.IGNORECASE) for t in texts for word in words)
 
     return check
 

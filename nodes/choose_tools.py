@@ -30,9 +30,9 @@ from ..core.context import Context
 from ..core.conversation import message_text, turn_question
 from ..core.state import AgentState, decision
 from ..providers.prompted.catalog import acts
+from ..providers.prompted.cues import asked_for, tool_texts
 from ..providers.prompted.rules import on
 from ..skills.documents import embedder
-from ..skills.tool_cues import asked_for, tool_texts
 from .services import Services
 
 #: Cosine (all-MiniLM-L6-v2) a read-only tool's description or an example request must reach against the
@@ -69,7 +69,7 @@ def _why(tool: BaseTool, named: bool, score: float, found: bool) -> str:
         return "asked for in words"
     if score >= RELEVANT:
         return f"relevant ({score:.2f})"
-    if found:
+    if found and tool.name == "search_documents":
         return "the workspace's documents match the message"
     return f"not relevant ({score:.2f})"
 

@@ -34,6 +34,7 @@ from .catalog import (
     with_catalog,
     with_reminder,
 )
+from .cues import asked_for
 from .more_calls import CONTINUE_AT, MAX_REOPENINGS, more_probability, reopened
 from .rules import on
 from .streaming import ask
@@ -422,25 +423,28 @@ def _result_lines(messages: list[BaseMessage]) -> list[str]:
 
 
 def named_unused(question: str, messages: list[BaseMessage], tools: list[BaseTool]) -> list[str]:
-    """The offered tools the person's question names that no call of this turn has used yet.
+    """The offered tools that act, that the person's question asks for in words, and that have not run yet.
 
-    A tool is named by the last word of its name, what it acts on (``save_note``: a note), so "store the
-    answer in a note" names ``save_note`` and not ``save_to_workspace``. Asked for a result and a note, the
-    1.5B ran ``calculate``, then wrote the same call again instead of the note; told that the question
-    names ``save_note``, which had not run, it wrote the note.
+    Asked for a result and a note, the 1.5B ran ``calculate``, then wrote the same call again instead of the
+    note; told that the question asks for ``save_note``, which had not run, it wrote the note. Only an action
+    is named so: a tool that looks something up was "named" too when this read the last word of every
+    tool's name, and "Which documents are in this workspace?" then pushed the model, after
+    ``list_documents`` had answered it, into ``search_documents`` and ``summarize_document`` (two more rounds
+    and a catalog's worth of results for one listing). Whether the question asks for a tool is read as the
+    turn's tool choice reads it (``cues.asked_for``), so a note is asked for by "note" or "remember" and
+    ``save_to_workspace`` by saving into the workspace, not by the word "document".
     """
     if not on("named_unused"):
         return []
-    words = set(re.findall(r"[a-z]+", question.lower()))
-    words |= {w[:-1] for w in words if w.endswith("s")}
     start = turn_start(messages)
     used = {c["name"] for m in messages[start:] if isinstance(m, AIMessage) for c in m.tool_calls}
-    named = []
-    for tool in tools:
-        last = re.split(r"[^a-z]+", tool.name.lower().rstrip("s"))[-1]
-        if tool.name not in used and len(last) > 2 and last in words:
-            named.append(tool.name)
-    return named
+    return [
+        tool.name
+        for tool in tools
+        if tool.name not in used
+        and acts(tool)
+        and asked_for(tool, question, not (tool.metadata or {}).get("mcp"))
+    ]
 
 
 def digest(

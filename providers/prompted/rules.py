@@ -161,7 +161,7 @@ RULES = (
     ),
     Rule(
         "named_unused",
-        "after a round of results, the question names an offered tool no call of the turn has used",
+        "after a round of results, the question asks in words for an offered tool that acts, not yet run",
         "names those tools in the next-step ask (NAMED_UNUSED)",
         'C1 {"named_unused"}',
         "after a calculate the model repeated it instead of writing the note",

@@ -39,6 +39,7 @@ async def test_a_question_that_needs_no_tool_gets_no_catalog(llm, saver, workspa
     chosen = decisions_of(out, "C0")[0]
     assert chosen["decided_by"] == "code" and chosen["outcome"]["offered"] == []
     assert "save_note" in chosen["outcome"]["left_out"] and "save_note: acts" in chosen["why"]
+    assert "current_datetime: not relevant (0." in chosen["why"]
 
 
 async def test_a_tool_that_acts_is_offered_only_when_the_message_asks_for_it(llm, saver, workspace, thread):

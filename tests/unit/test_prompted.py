@@ -285,22 +285,28 @@ def test_digest_folds_results_and_unrun_calls_into_the_user_message():
     assert "No more tools can be used" in last and "JSON list" not in last
 
 
-def test_the_digest_says_which_tools_the_question_names_that_have_not_run_yet():
+def test_the_digest_names_the_actions_the_question_asks_for_that_have_not_run_yet():
     def tool(name: str) -> StructuredTool:
         return StructuredTool.from_function(lambda: "", name=name, description="A tool.")
 
-    tools = [tool(n) for n in ("calculate", "save_note", "save_to_workspace", "weather-get_forecast", "ab")]
+    names = ("calculate", "save_note", "save_to_workspace", "weather-get_forecast", "ab", "search_documents")
+    tools = [tool(n) for n in names]
     call = {"name": "calculate", "args": {"expression": "58*17"}, "id": "c1", "type": "tool_call"}
-    question = "Calculate 58*17, store the answer in a note and give me the forecasts"
+    question = "Calculate 58*17, store the answer in a note and give me the forecasts from my documents"
     messages = [HumanMessage("Context: ... workspace ...\n\n" + question)]
-    assert named_unused(question, messages, tools) == ["calculate", "save_note", "weather-get_forecast"]
-    messages += [AIMessage("", tool_calls=[call]), ToolMessage("986", tool_call_id="c1")]
-    named = named_unused(question, messages, tools)
-    assert named == ["save_note", "weather-get_forecast"], (
-        "a tool that ran is not named; the context is not read"
+    assert named_unused(question, messages, tools) == ["save_note", "weather-get_forecast"], (
+        "actions only (a tool not known to be read-only acts): not calculate, not search_documents"
     )
-    note = digest(messages, named=named)[-1].content
-    assert note.endswith(NAMED_UNUSED.format(tools="save_note, weather-get_forecast") + ASK_NEXT_STEP)
+    messages += [AIMessage("", tool_calls=[call]), ToolMessage("986", tool_call_id="c1")]
+    note = call | {"name": "save_note", "args": {"text": "986"}, "id": "c2"}
+    ran = [*messages, AIMessage("", tool_calls=[note]), ToolMessage("saved", tool_call_id="c2")]
+    assert named_unused(question, ran, tools) == ["weather-get_forecast"], "a tool that ran is not named"
+    assert named_unused("Which documents are in this workspace?", messages, tools) == [], (
+        "a lookup the question words resemble is the model's choice, not pressed on it"
+    )
+    named = named_unused(question, messages, tools)
+    text = digest(messages, named=named)[-1].content
+    assert text.endswith(NAMED_UNUSED.format(tools="save_note, weather-get_forecast") + ASK_NEXT_STEP)
     assert named_unused("what is 6*7?", messages, tools) == [], "a question that names no tool"
     assert "names" not in digest(messages, named=[])[-1].content
 
