@@ -689,6 +689,11 @@ def sql_tools(settings: SqlSettings | None = None) -> list[BaseTool]:
         return format_rows(columns, reading.rows, reading.cut)
 
     return [
-        StructuredTool.from_function(coroutine=tool, name=tool.__name__, handle_tool_error=True)
+        StructuredTool.from_function(
+            coroutine=tool,
+            name=tool.__name__,
+            handle_tool_error=True,
+            metadata={"readOnlyHint": True},  # reads only (a read-only role); approval still asks
+        )
         for tool in (sql_list_connections, sql_list_tables, sql_describe_table, sql_query)
     ]

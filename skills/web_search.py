@@ -281,6 +281,9 @@ def web_search_tools() -> list[BaseTool]:
         return []
     return [
         StructuredTool.from_function(
-            coroutine=web_search, name="web_search", response_format="content_and_artifact"
+            coroutine=web_search,
+            name="web_search",
+            response_format="content_and_artifact",
+            metadata={"readOnlyHint": True},  # it changes nothing; approval asks all the same (policy)
         )
     ]

@@ -7,8 +7,8 @@ tickets cost?"). AnythingLLM's reranker embeds example prompts with each tool fo
 
 ``ASKED_BY`` are the words by which a message asks for a tool: for a tool that acts (saves, writes,
 fetches), the only way it is offered, because an action is done when it was asked for, never because a
-message resembles it. A tool without an entry (an MCP tool, a deployment's SQL tools) is asked for by the
-word of its name that says what it acts on (``create_issue``: an issue), as ``named_unused`` reads it.
+message resembles it. A tool without an entry (an MCP tool, a program's own) is asked for by the word of its
+name that says what it acts on (``create_issue``: an issue), as ``named_unused`` reads it.
 """
 
 from __future__ import annotations
@@ -67,11 +67,20 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "What does this web page say?",
         "Fetch this link and tell me what it is about.",
     ),
+    "web_search": (
+        "Search the web for the latest release of the library.",
+        "What is in the news about the election?",
+    ),
+    "sql_query": (
+        "How many orders are in the database?",
+        "Query the customers table for people in Berlin.",
+    ),
 }
 
 _QUANTITY = (
     r"\d|\bhow (?:many|much|long|old|often|far)\b|\b(?:total|together|altogether|sum|average|percent)\b"
 )
+_SQL = r"\b(?:database|sql|tables?|rows?|columns?|quer(?:y|ies))\b"
 ASKED_BY: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern, re.IGNORECASE)
     for name, pattern in {
@@ -84,6 +93,12 @@ ASKED_BY: dict[str, re.Pattern[str]] = {
         "save_note": r"\bnotes?\b|\bjot\b|\bremember\b|\bwrite (?:it|this|that) down\b",
         "save_to_workspace": r"\b(?:save|store|add|keep|write)\b.*\b(?:workspace|as an? (?:new )?document)\b",
         "fetch_url": r"https?://|\burl\b|\bweb ?page\b|\bwebsite\b",
+        # the deployment's optional tools: read-only, so their examples offer them as well
+        "web_search": r"\b(?:web|internet|online|google|news|latest)\b",
+        "sql_list_connections": _SQL + r"|\bconnections?\b",
+        "sql_list_tables": _SQL,
+        "sql_describe_table": _SQL,
+        "sql_query": _SQL,
     }.items()
 }
 

@@ -1,0 +1,61 @@
+"""The words by which a message asks for a tool (as C0 and ``named_unused`` read them).
+
+None of these requests is from the bench: each tool is asked for, and not, in words of other subjects.
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.tools import StructuredTool
+
+from workspace_agent.providers.prompted.cues import ASKED_BY, EXAMPLES, asked_for, tool_texts
+
+
+def tool(name: str, description: str = "A tool.") -> StructuredTool:
+    return StructuredTool.from_function(lambda: "", name=name, description=description)
+
+
+ASKED = [
+    ("save_note", "Please remember that the plumber comes on Tuesday."),
+    ("save_note", "Jot down the door code for me."),
+    ("save_to_workspace", "Store this recipe as a new document."),
+    ("fetch_url", "What does https://example.net/changelog say about version 3?"),
+    ("calculate", "How many seconds are in a week?"),
+    ("current_datetime", "Is it already the weekend, what's the date?"),
+    ("summarize_document", "Give me a summary of the lease."),
+    ("sql_query", "How many invoices are in the billing database?"),
+    ("web_search", "Look online for the opening hours of the museum."),
+]
+NOT_ASKED = [
+    ("save_note", "What is the boiling point of water?"),
+    ("save_to_workspace", "Which documents mention the warranty?"),
+    ("fetch_url", "Tell me about the history of the internet."),
+    ("calculate", "Who painted the Mona Lisa?"),
+    ("summarize_document", "Which documents are in this workspace?"),
+]
+
+
+@pytest.mark.parametrize(("name", "message"), ASKED)
+def test_a_request_in_words_asks_for_the_tool(name: str, message: str) -> None:
+    assert asked_for(tool(name), message, builtin=True)
+
+
+@pytest.mark.parametrize(("name", "message"), NOT_ASKED)
+def test_a_message_that_does_not_ask_does_not_offer_the_tool(name: str, message: str) -> None:
+    assert not asked_for(tool(name), message, builtin=True)
+
+
+def test_a_tool_of_its_own_is_asked_for_by_what_its_name_acts_on() -> None:
+    ticket = tool("helpdesk-open_ticket")
+    assert asked_for(ticket, "Open a ticket about the broken printer", builtin=False)
+    assert asked_for(ticket, "Any open tickets?", builtin=False), "a plural names it too"
+    assert not asked_for(ticket, "Open the pod bay doors", builtin=False)
+    assert not asked_for(tool("do"), "do it", builtin=False), (
+        "a name's word under three letters names nothing"
+    )
+
+
+def test_every_cue_is_for_a_tool_with_example_requests_or_a_description() -> None:
+    for name in ASKED_BY:
+        texts = tool_texts(tool(name, "Reads something."))
+        assert texts[0].startswith(name.replace("_", " ")) and len(texts) == 1 + len(EXAMPLES.get(name, ()))
