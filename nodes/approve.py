@@ -90,17 +90,22 @@ def _decision_id(toolset: Toolset, name: str) -> str:
 _NOT_CHOSEN = "this workspace does not offer the tool {!r} (its tools setting, or this run's without_tools)"
 
 
-def earlier_results(messages: list[AnyMessage]) -> dict[str, str]:
-    """The results of this turn's calls that ran and succeeded, by ``call_key``.
+def earlier_results(messages: list[AnyMessage]) -> dict[str, ToolMessage]:
+    """The results of this turn's calls that ran, by ``call_key``: an error is a result too.
 
     A small model that does not see what to do next repeats its last call; AnythingLLM's Deduplicator
-    answers such a repeat from the earlier result instead of running it, and so does ``approve``.
+    answers such a repeat from the earlier result instead of running it, and so does ``approve``. It runs a
+    call that failed again; here the failure is given again: the 1.5B wrote one runaway expression
+    (``12 * 12 * 12 …`` to the grammar's longest string) six rounds running, each refused by ``calculate``
+    the same way, for seven minutes. Given its error again, the round is one of repeats, and the model is
+    asked for its answer (``answer_after_repeats``). A person who wants a failed call tried again asks in
+    the next turn, where it runs.
     """
     turn = messages[turn_start(messages) :]
     results = {
-        m.tool_call_id: message_text(m)
+        m.tool_call_id: m
         for m in turn
-        if isinstance(m, ToolMessage) and (m.id or "").startswith(EXECUTED_PREFIX) and m.status != "error"
+        if isinstance(m, ToolMessage) and (m.id or "").startswith(EXECUTED_PREFIX)
     }
     calls = [c for m in turn[:-1] if isinstance(m, AIMessage) for c in m.tool_calls]
     return {call_key(c): results[c["id"]] for c in calls if c["id"] in results}
@@ -137,7 +142,8 @@ def check_validity(ai: AIMessage, messages: list[AnyMessage], toolset: Toolset) 
     for call in ai.tool_calls:
         name = call["name"]
         if (earlier := ran.get(call_key(call))) is not None:
-            answered.append(ToolMessage(content=earlier + ALREADY_RUN, tool_call_id=call["id"], name=name))
+            again = message_text(earlier) + ALREADY_RUN
+            answered.append(ToolMessage(again, tool_call_id=call["id"], name=name, status=earlier.status))
             why = f"{name} with these arguments already ran in this turn: its result was given again"
             notes.append(decision("C10", "code", {call["id"]: "repeat, not run"}, why))
         elif name in toolset.unchosen:

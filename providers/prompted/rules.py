@@ -190,7 +190,7 @@ RULES = (
     ),
     Rule(
         "answer_after_repeats",
-        "a round of calls that all repeated calls already answered",
+        "a round of calls that all repeated calls already answered, failed ones included (approve)",
         "withholds the tools: the next reply is the answer (call_model._offered_tools)",
         'G1 "tools withheld"',
         "a model asking again for what it has is going round in circles",

@@ -152,6 +152,24 @@ async def test_after_a_round_of_nothing_but_repeats_the_model_is_asked_for_its_a
     assert out["stop_reason"] != "max_tool_calls" and out["messages"][-1].content == "beta is 1002"
 
 
+async def test_a_failed_call_repeated_is_given_its_error_again_and_the_model_asked_for_its_answer(
+    llm, saver, workspace, thread
+):
+    """The 1.5B wrote one runaway expression six rounds running, refused the same way each time."""
+    graph = build_graph(checkpointer=saver)
+    runaway = ("calculate", {"expression": "12 * 12 * 12 *"})
+    llm.push(calls(runaway), calls(runaway), text_reply("I could not work that out."))
+    out = await graph.ainvoke(
+        user_message("@agent what is 12 times 12?"), thread, context=prompted(workspace, max_tool_calls=8)
+    )
+    ran = [d for d in decisions_of(out, "C10") if isinstance(d["outcome"], dict)]
+    assert [list(d["outcome"].values()) for d in ran] == [["error"], ["repeat, not run"]], out["decisions"]
+    last = llm.requests[-1]["messages"][-1]["content"]
+    assert last.count("not an arithmetic expression") == 2 and "already ran in this turn" in last
+    assert "No more tools can be used" in last, "a round of repeats, failed ones too, asks for the answer"
+    assert len(llm.requests) == 3 and out["messages"][-1].content == "I could not work that out."
+
+
 async def test_under_the_grammar_a_reply_of_repeats_is_asked_again_without_their_tools(
     llm, saver, workspace, thread, tmp_path, monkeypatch
 ):
