@@ -152,12 +152,10 @@ RULES = (
         "a write call in the same reply as a lookup before it, or with a slot for a result not yet had",
         "holds the write back as waiting; the next reply is calls of the waiting tools only (waiting_calls)",
         "the write's invalid call (HELD / SLOT)",
-        "the note held the model's guess instead of the computed number",
-        steers=True,
-        measured=(
-            f"{STRICT}: "
-            "2026-12-04: never fired on person+single (identical run); G3's write_figures covers its risk"
-        ),
+        "the note held the model's guess instead of the computed number. A guard, not a steer: G3 checks a "
+        "write's figures against the turn's results, and a write in one list with its lookup has none yet "
+        "(it never fired on the bench's untouched tasks: the 1.5B wrote such steps in two rounds there)",
+        steers=False,
     ),
     Rule(
         "named_unused",
