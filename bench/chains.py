@@ -1022,6 +1022,27 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print("ratio: each task's seconds over the one-call baselines run just before and after it, averaged")
 
 
+def print_faults(results: list[Result]) -> None:
+    """What the strict reading found across the run, by kind, and the median seconds by number of steps.
+
+    A task's kind names its steps (``documents>calculate`` is two): one step or none against two or more is
+    the split the issue's time goals are set on.
+    """
+    kinds = ("figure", "machinery shown", "unasked write", "unneeded tool")
+    tally = {k: sum(any(f.startswith(k) for f in r.faults) for r in results) for k in kinds}
+    print("tasks with a fault: " + ", ".join(f"{k} {n}" for k, n in tally.items()))
+    for label, part in (
+        ("one step or none", [r for r in results if ">" not in r.kind]),
+        ("two or more steps", [r for r in results if ">" in r.kind]),
+    ):
+        if part:
+            ratios = [r.seconds / r.baseline for r in part if r.baseline]
+            ratio = f", {statistics.median(ratios):.2f}x the one-call baseline" if ratios else ""
+            calls = sum(len(r.calls) for r in part) / len(part)
+            seconds = statistics.median(r.seconds for r in part)
+            print(f"median s, {label}: {seconds:.1f}{ratio}; tool calls/task {calls:.2f}")
+
+
 async def bench(options: argparse.Namespace) -> None:
     """Every model asked for: its baseline, the chosen tasks, the table and the JSONL details."""
     chosen = tasks_of(options.split)
@@ -1030,6 +1051,7 @@ async def bench(options: argparse.Namespace) -> None:
         chosen = [(split, t) for split, t in chosen if t.id in wanted]
     chosen = chosen[: options.limit or None]
     rows = []
+    every_result: list[Result] = []
     async with session("chains", options.out) as run_:
         results_read = results_as(options.results)
         print(f"{len(chosen)} task(s); a round's results read as {results_read}", flush=True)
@@ -1058,7 +1080,9 @@ async def bench(options: argparse.Namespace) -> None:
                     rows.append(summary(short, split, part))
             if len({r.split for r in results}) > 1:
                 rows.append(summary(short, "all", results))
+            every_result.extend(results)
     print_table(rows)
+    print_faults(every_result)
     print(f"details: {run_.path}")
 
 
@@ -1100,6 +1124,7 @@ def rescore(path: Path) -> None:
             if part:
                 table.append(summary(model, split, part))
     print_table(table)
+    print_faults(results)
 
 
 def _without_check_figures() -> None:
