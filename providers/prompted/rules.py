@@ -124,7 +124,12 @@ RULES = (
         'C0 {"offered", "left_out"}',
         "offered every tool, the 1.5B called tools a question did not need and proposed unasked notes",
         steers=True,
-        measured=f"{STRICT.replace('person,single', 'plain,brief,person,single')}: see bench/README.md",
+        measured=(
+            f"{STRICT.replace('person,single', 'plain,brief,person,single')}: 2026-12-05, "
+            "strict 18 -> 23 of 32 (one-step 8 -> 12 of 16), tasks with an unneeded tool 9 -> 4; "
+            "median one-step turn 0.69x the seconds; tokens read per task 546 -> 734 (a catalog that "
+            "changes is not a cached prefix)"
+        ),
     ),
     Rule(
         "reminder",
@@ -136,7 +141,8 @@ RULES = (
         measured=(
             f"{STRICT}: "
             "2026-12-04, without history: strict 6 -> 8 of 16 WITHOUT it (it drew unneeded calls); "
-            "with history (its purpose): not yet measured off"
+            "2026-12-05 with history (its purpose), plain,brief,person,single: strict 21 of 32 with it, 19 "
+            "without; two-step 10 -> 5 of 16 without it (one-step 11 -> 14)"
         ),
     ),
     Rule(
@@ -164,7 +170,11 @@ RULES = (
         'C1 {"named_unused"}',
         "after a calculate the model repeated it instead of writing the note",
         steers=True,
-        measured=f"{STRICT}: 2026-12-04, done 12 -> 10 and strict 6 -> 5 of 16 without it (two notes lost)",
+        measured=(
+            f"{STRICT}: 2026-12-04, done 12 -> 10 and strict 6 -> 5 of 16 without it (two notes lost); "
+            "2026-12-05 reading only actions: the same strict count (21 vs 22 of 32), and 'Which documents "
+            "are in this workspace?' one round after the listing instead of three (115 s -> 27 s)"
+        ),
     ),
     Rule(
         "repeat_refused",
