@@ -114,7 +114,7 @@ def test_the_default_model_lists_the_documents_and_summarizes_the_pricing_sample
     assert "list_documents" in ran(listed), listed["decisions"]
     assert "pricing" in listed["answer"].lower(), listed["answer"]
 
-    summary = ask("Summarize the pricing document in two sentences.")  # short: the tool use is under test
+    summary = ask("Summarize the pricing document.")
     # The agent is given the passages chat would be given: the pricing sample is two chunks, both found for
     # this message, so a summary written from them is of the whole document. Only then may the model answer
     # without summarize_document; a document it sees part of has to be read through the tool.
