@@ -32,6 +32,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from .client_tools import ClientTools, ResponseFormat
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .settings import ModelSettings, model_settings
 
@@ -164,13 +165,15 @@ def _says(error: ErrorDetails, prefix: str = "") -> str:
         return f"context field {name!r} must be {SHAPES[name]}, got {value!r}"
     if kind == "value_error":
         return str(error.get("ctx", {}).get("error"))
+    if kind == "extra_forbidden":  # inside a field holding an object (a client's tools): a key it lacks
+        return f"context field {name!r} is not a key that object takes"
     return f"context field {name!r}: {error['msg']}, got {value!r}"
 
 
 def explain(exc: ValidationError, prefix: str = "") -> ContextError:
     """The first problem of a validation, as a ``ContextError``; unknown names are listed together."""
     errors = exc.errors()
-    unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"]
+    unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
     if unknown:
         return ContextError(f"unknown context field(s): {', '.join(sorted(unknown))}")
     return ContextError(_says(errors[0], prefix))
@@ -321,6 +324,17 @@ class Context(Settings):
         description="Offer each turn only the tools its message needs (C0): a tool that acts only when asked "
         "for in words. False offers every tool the workspace allows; approval applies either way.",
     )
+    client_tools: ClientTools | None = Field(
+        default=None,
+        description="The client's own functions and tool_choice (an OpenAI client's tools): offered instead "
+        "of the workspace's tools; a call of one is handed back to the client, never run on the server. Set "
+        "per run, not on an assistant.",
+    )
+    response_format: ResponseFormat | None = Field(
+        default=None,
+        description="The reply's format (an OpenAI client's response_format: json_object or json_schema): "
+        "the turn is a chat turn whose reply the model writes in it. Set per run, not on an assistant.",
+    )
     memories_enabled: bool = Field(
         default=True, description="Use and extract long-term memories of the user in this workspace."
     )
@@ -342,6 +356,11 @@ class Context(Settings):
         if self.context_window is DEPLOYMENT:
             self.context_window = settings.context_window
         self._model_window = settings.context_window
+        if self.client_tools is not None and self.response_format is not None:
+            raise ValueError(
+                "context fields 'client_tools' and 'response_format' cannot be given together: a turn either "
+                "hands calls of the client's tools back or answers in the format asked for"
+            )
         if self.reply_reserve >= self.window:
             raise ValueError(
                 f"context field 'reply_reserve' ({self.reply_reserve}) must be below the window "

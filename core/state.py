@@ -43,7 +43,7 @@ Conversation = Annotated[
     list[AnyMessage], DeltaChannel(add_message_batches, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY)
 ]
 Route = Literal["chat", "agent"]
-StopReason = Literal["answered", "terminated", "max_tokens", "max_tool_calls", "refused"]
+StopReason = Literal["answered", "terminated", "max_tokens", "max_tool_calls", "refused", "tool_calls"]
 
 
 class Decision(TypedDict):

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMess
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
+from ..core.client_loop import hand_back, stub_tools
 from ..core.context import Context
 from ..core.conversation import message_text, turn_question
 from ..core.plan import assemble
@@ -43,7 +44,7 @@ async def _offered_tools(
     again for results it already has is going round in circles (the 1.5B repeated one ``calculate`` seven
     times after the right result), so it is asked for its answer from them.
     """
-    if state.get("route") != "agent":
+    if state.get("route") != "agent" or ctx.client_tools is not None:  # a client's run: its tools alone
         return [], None, []
     offered = state.get("offered")
     tools = [t for t in (await services.toolset(ctx)).tools.values() if offered is None or t.name in offered]
@@ -181,23 +182,34 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     plan = state.get("plan", {})  # trim's, always there by now; missing, it is the empty plan between turns
     request: list[BaseMessage] = assemble(plan, state["messages"])
     how = "natively"
-    if state.get("route") == "agent" and not ctx.native_tool_calling:
+    client = ctx.client_tools if state.get("route") == "agent" else None
+    if client is not None and ctx.native_tool_calling:
+        model = model.bind_tools([f.openai() for f in client.functions], tool_choice=client.openai_choice())
+        response = await _sampled(model, ctx, max_tokens=ctx.max_tokens).ainvoke(request)
+    elif state.get("route") == "agent" and not ctx.native_tool_calling:
         grammar = services.call_grammar()
         sampled = _sampled(model, ctx, max_tokens=None)  # the prompted turn asks for its own max_tokens
         question = turn_question(state["messages"])
         asked = message_text(question) if question is not None else ""
         given_with = bool(plan.get("context"))  # memories or documents before the person's words
+        offer = stub_tools(client) if client is not None else tools
         response, how, notes = await _prompted(
-            sampled, request, asked, tools, withheld, ctx, grammar, given_with
+            sampled, request, asked, offer, withheld, ctx, grammar, given_with
         )
         decisions += notes
     else:
         if tools and withheld is None:
             model = services.bind_tools(model, tools)
         progress("reading")
+        if ctx.response_format is not None:  # the endpoint enforces it (llama.cpp: as a grammar)
+            model = model.bind(response_format=ctx.response_format.openai())
         model = _sampled(model, ctx, max_tokens=ctx.max_tokens)
         response = await model.ainvoke(request)
     assert isinstance(response, AIMessage)
+    if client is not None:
+        response, notes = hand_back(response, client)
+        decisions += notes
+        stop_reason = stop_reason or ("tool_calls" if response.tool_calls else None)
     if response.response_metadata.get("finish_reason") == "length":
         stop_reason = "max_tokens"
         calls = len(response.tool_calls) + len(response.invalid_tool_calls)
@@ -209,14 +221,23 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     return {"messages": [response], "decisions": decisions, "stop_reason": stop_reason}
 
 
-def route_after_model(state: AgentState) -> Literal["approve", "check_figures", "finish"]:
+def route_after_model(
+    state: AgentState, runtime: Runtime[Context] | None = None
+) -> Literal["approve", "check_figures", "finish"]:
     """G1: tool calls go to approval; a text reply has its figures checked (G3), then ends the turn.
 
     Calls in a reply cut off, or past the budget, never run: that turn ends. Its text is checked all the
     same: the 1.5B once copied the results' digest into an answer until the output limit cut it off.
+
+    A run for an OpenAI client (``client_tools`` or ``response_format``) always ends here: calls of the
+    client's tools are handed back to it (the C10 decision ``call_model`` recorded) and nothing of such a
+    run reaches ``approve`` or ``execute_tool``; its answer goes back as the model wrote it (a JSON reply
+    rewritten for a figure would no longer be the format asked for, and the client's loop owns its results).
     """
     last = state["messages"][-1]
-    if not isinstance(last, AIMessage):
+    ctx = runtime.context if runtime is not None else None
+    for_client = ctx is not None and (ctx.client_tools is not None or ctx.response_format is not None)
+    if not isinstance(last, AIMessage) or for_client:
         return "finish"
     if last.tool_calls or last.invalid_tool_calls:
         return "finish" if state.get("stop_reason") in ("max_tokens", "max_tool_calls") else "approve"

@@ -15,7 +15,8 @@ A model that calls tools natively is offered every tool: it reads their schemas,
 prompt, and chooses well among many (AnythingLLM ranks only beyond 15; cutting a list of MCP tools for a
 message like "go" would hide the one meant). If the embedder fails, every tool is offered, as AnythingLLM
 falls back. ``choose_tools: false`` in a run's context offers them all;
-that only widens the offer to what the workspace allows, and approval still applies to each call.
+that only widens the offer to what the workspace allows, and approval still applies to each call. A run that
+brings a client's own tools (``client_tools``, an OpenAI client's) is offered none of the workspace's.
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
     if state.get("route") != "agent":
         return {}
     ctx = runtime.context
+    if ctx.client_tools is not None:  # as OpenAI does: the model sees the tools of the request, and only them
+        why = "the run brings the client's own tools: only they are offered, none of the workspace's"
+        outcome = {"client": sorted(ctx.client_tools.names)}
+        return {"offered": [], "decisions": [decision("C0", "code", outcome, why)]}
     tools = list((await services.toolset(ctx)).tools.values())
     question = turn_question(state["messages"])
     message = message_text(question) if question is not None else ""

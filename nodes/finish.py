@@ -25,7 +25,9 @@ async def finish(
     ``TERMINATE`` is AnythingLLM's exact, case-sensitive end-of-session reply. The chat log row is the
     durable record the memory job reads (the model's history is the thread's state). It is keyed by the
     turn's user message and answer, so finish run again after a crash — the row written, the checkpoint
-    not — leaves one row, not two. A refusal stays in the thread but is marked as never given back.
+    not — leaves one row, not two. A refusal stays in the thread but is marked as never given back. A turn
+    that handed calls of a client's tools back (``tool_calls``) answered nothing yet: its row is not included
+    either; the client's next request, with the results, ends with the answer.
     """
     ctx = runtime.context
     turn = state["messages"][turn_start(state["messages"]) :]
@@ -40,6 +42,7 @@ async def finish(
         "max_tokens": "the reply was cut off by the output-token limit",
         "max_tool_calls": "the tool-call budget was spent; the model answered without tools",
         "refused": "query mode without document context",
+        "tool_calls": "the reply calls the client's own tools: handed back to the client to run",
     }[stop]
     user = turn[0] if turn and isinstance(turn[0], HumanMessage) else HumanMessage("")
     thread_id = str((config.get("configurable") or {}).get("thread_id", ""))
@@ -53,7 +56,7 @@ async def finish(
             route=state.get("route") or "chat",
             stop_reason=stop,
             sources=state.get("sources") or [],
-            include=stop != "refused",
+            include=stop not in ("refused", "tool_calls"),  # a hand-off is no answer to remember
             message_id=user.id or "",
             answer_id=answer.id or "",
         )

@@ -8,6 +8,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from ..core.client_loop import clashes, exchange_problem
 from ..core.context import Context
 from ..core.conversation import (
     AGENT_PREFIX,
@@ -73,6 +74,33 @@ def _abandoned(earlier: list, dispatched: list) -> list[Decision]:
     return notes
 
 
+NOT_A_TURN = "a turn starts with a user message: send {'role': 'user', 'content': '...'}"
+
+
+async def _check_client_names(ctx: Context, services: Services) -> None:
+    """Refuse a client's tool named like one of the workspace's (``client_loop.clashes``)."""
+    if ctx.client_tools is None:
+        return
+    toolset = await services.toolset(ctx)
+    if problem := clashes(ctx.client_tools, set(toolset.tools) | toolset.unchosen):
+        raise InvalidMessage(problem)
+
+
+def _for_the_client(ctx: Context) -> tuple[str, str]:
+    """A3 for a run that brings an OpenAI client's reply format or tools: what the client asked for decides.
+
+    A reply format makes a chat turn (no tool catalog or call grammar may shape that reply); the client's
+    tools make an agent turn offering only them, unless its ``tool_choice`` is ``none``.
+    """
+    if ctx.response_format is not None:
+        return "chat", f"the run asks for a {ctx.response_format.type} reply: a chat turn written in it"
+    assert ctx.client_tools is not None
+    if ctx.client_tools.choice == "none":
+        return "chat", "the run brings the client's tools with tool_choice none: a chat turn"
+    count = len(ctx.client_tools.functions)
+    return "agent", f"the run brings the client's {count} tool(s): only they are offered, and go back to it"
+
+
 async def route(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
     """Pick plain chat or the tool-using agent for this turn, the way AnythingLLM does.
 
@@ -84,9 +112,18 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
     """
     ctx = runtime.context
     messages = state["messages"]
-    new = messages[-1] if messages else None
+    at = turn_start(messages)
+    new = messages[at] if messages else None
     if not isinstance(new, HumanMessage):
-        raise InvalidMessage("a turn starts with a user message: send {'role': 'user', 'content': '...'}")
+        raise InvalidMessage(NOT_A_TURN)
+    exchange = messages[at + 1 :]
+    if problem := exchange_problem(exchange, ctx.client_tools):
+        raise InvalidMessage(problem)
+    for m in exchange:  # the client's calls and results are stored in the thread like the message
+        calls = m.tool_calls if isinstance(m, AIMessage) else []
+        if problem := _unstorable([m.content, *[c["args"] for c in calls]], f"the {m.type} message"):
+            raise InvalidMessage(problem)
+    await _check_client_names(ctx, services)
     text = message_text(new)
     if not text.strip() and not attachments(new):
         raise InvalidMessage("the message is empty")
@@ -95,7 +132,9 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
     if problem := _unstorable(new.content):
         raise InvalidMessage(problem)
 
-    if text.startswith(AGENT_PREFIX):
+    if ctx.response_format is not None or ctx.client_tools is not None:
+        chosen, why = _for_the_client(ctx)
+    elif text.startswith(AGENT_PREFIX):
         chosen, why = "agent", "the message starts with @agent"
     elif ctx.chat_mode != "automatic":
         chosen, why = "chat", f"chat_mode is {ctx.chat_mode} and the message does not start with @agent"
@@ -115,11 +154,11 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
             )
     query_only = chosen == "chat" and ctx.chat_mode == "query"
     return {
-        "messages": fold_update(messages[:-1], ctx.history_limit),
+        "messages": fold_update(messages[:at], ctx.history_limit),
         "route": chosen,
         "query_only": query_only,
         "decisions": Overwrite(
-            [*_abandoned(messages[:-1], state.get("approved") or []), decision("A3", "code", chosen, why)]
+            [*_abandoned(messages[:at], state.get("approved") or []), decision("A3", "code", chosen, why)]
         ),
         "tool_calls_made": Overwrite(0),
         "sources": Overwrite([]),

@@ -10,8 +10,22 @@
   beside ``choices`` (of the completion, and of the last chunk when streaming), which OpenAI clients ignore.
   ``usage`` is what the model server reported for the turn's model calls; where it reported nothing (a
   streamed call it was not asked to count), the tokens are estimated and ``usage.estimated`` says so.
-  What the workspace's agent cannot honour is refused with 400 rather than ignored: ``n`` above 1, a
-  ``response_format`` other than text, and the client's own ``tools`` (see ``refuse_unsupported``).
+  What the workspace's agent cannot honour is refused with 400 rather than ignored: ``n`` above 1 and the
+  deprecated ``functions`` (see ``refuse_unsupported``).
+- ``response_format`` ``json_object`` or ``json_schema`` makes the turn a chat turn whose model call is
+  bound with it (``Context.response_format``): the embedded llama.cpp server turns a schema into a
+  grammar, a hosted model takes it as sent; no tool catalog or call grammar shapes that reply, and the
+  answer's text is the JSON.
+- A client's own ``tools`` and ``tool_choice`` (``Context.client_tools``) are OpenAI's contract: the turn
+  offers **only the client's tools** (the model sees the tools of the request, as at OpenAI; the
+  workspace's own tools are not offered, its documents are still retrieved), and a reply calling them
+  comes back as ``tool_calls`` with ``finish_reason: "tool_calls"`` (streamed as ``delta.tool_calls`` with
+  their ``index``). The server never runs a client's tool, and nothing of such a turn reaches approval.
+  The client's calls and ``tool`` results after its last user message are the running turn, so its loop
+  goes on (LangChain's ``bind_tools``, then the results, then the answer). A malformed, oversize or
+  duplicate schema, too many tools, a ``tool_choice`` naming no tool sent, or a tool named like one of the
+  workspace's is a 400 in OpenAI's shape. A prompted model (no native calls) reads the client's tools in
+  its catalog; there ``tool_choice`` ``required`` or a name is read as ``auto``.
 - ``POST /v1/embeddings``: the deployment's embedder, the one the workspace's documents are embedded with.
 
 Every turn runs through the server these routes are mounted in, with the caller's own key (see
@@ -35,11 +49,13 @@ from typing import Any
 
 import httpx
 from langgraph_sdk.client import LangGraphClient
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from ..core.context import Context, ContextError
+from ..core.client_tools import ClientTools, ResponseFormat
+from ..core.context import Context, ContextError, explain
 from ..core.conversation import message_text
 from ..providers.embeddings import EmbeddingUnavailable
 from ..providers.tokens import count, count_message, count_messages, ensure_tokenizer
@@ -120,6 +136,10 @@ class Chat:
     temperature: float | None = None
     stream: bool = False
     include_usage: bool = False
+    #: The client's tools as ``Context.client_tools`` takes them; ``None`` when it sent none.
+    client_tools: dict[str, Any] | None = None
+    #: A JSON ``response_format`` as ``Context.response_format`` takes it; ``None`` for text.
+    response_format: dict[str, Any] | None = None
 
 
 def _content(message: dict[str, Any], index: int) -> str | list[dict[str, Any]]:
@@ -138,33 +158,84 @@ def _content(message: dict[str, Any], index: int) -> str | list[dict[str, Any]]:
     )
 
 
+def _arguments(call: Any, where: str) -> dict[str, Any]:
+    """A client's earlier call's arguments: OpenAI's JSON string (or an object), read into an object."""
+    function = call.get("function") if isinstance(call, dict) else None
+    raw = function.get("arguments", "{}") if isinstance(function, dict) else None
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        args = None
+    if not isinstance(args, dict):
+        raise RouteError(
+            400, f"{where}.function.arguments must be a JSON object", "invalid_value", "messages"
+        )
+    return args
+
+
+def _client_call(call: Any, where: str) -> dict[str, Any]:
+    """One of the client's earlier ``tool_calls`` as the graph's input takes it."""
+    function = call.get("function") if isinstance(call, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(call.get("id"), str) or not isinstance(name, str):
+        raise RouteError(400, f"{where} needs an id and a function name", "invalid_value", "messages")
+    return {"id": call["id"], "name": name, "args": _arguments(call, where)}
+
+
+def _loop_message(message: dict[str, Any], index: int) -> dict[str, Any]:
+    """A message of the client's tool loop after its last user message: its call, or a call's result."""
+    where = f"messages[{index}]"
+    content = _content(message, index)
+    if message["role"] == "tool":
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise RouteError(400, f"{where}.tool_call_id is required", "invalid_value", "messages")
+        return {"role": "tool", "content": message_text({"content": content}), "tool_call_id": call_id}
+    calls = message.get("tool_calls")
+    if message["role"] != "assistant" or not isinstance(calls, list) or not calls:
+        raise RouteError(
+            400,
+            f"{where}: after the last user message only the assistant's tool calls and their tool results "
+            "may follow",
+            "invalid_value",
+            "messages",
+        )
+    turned = [_client_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(calls)]
+    return {"role": "assistant", "content": message_text({"content": content}), "tool_calls": turned}
+
+
 def _conversation(raw: Any) -> tuple[list[dict[str, Any]], str | None]:
     """The graph's input messages and the system prompt, from OpenAI's ``messages``.
 
-    ``system`` (and ``developer``) messages become the turn's prompt; tool calls and their results are left
-    out, as the graph folds earlier turns to the user's message and the final answer anyway. The last
-    message must be the user's: it is the turn. A user's message with no text and no file (``null``,
-    ``""``, ``[]``), or one the graph could not store, is refused here, naming it, rather than by the graph
-    once the turn has begun.
+    ``system`` (and ``developer``) messages become the turn's prompt. Before the last user message, tool
+    calls and their results are left out, as the graph folds earlier turns to the user's message and the
+    final answer anyway. After it may come the client's own tool loop (the assistant's calls of the
+    client's tools and their ``tool`` results): they are the running turn, which the model reads to go
+    on. A user's message with no text and no file (``null``, ``""``, ``[]``), or one the graph could not
+    store, is refused here, naming it, rather than by the graph once the turn has begun.
     """
     if not isinstance(raw, list) or not raw:
         raise RouteError(400, "messages must be a non-empty list", "invalid_value")
-    system: list[str] = []
-    turns: list[dict[str, Any]] = []
     for i, message in enumerate(raw):
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             raise RouteError(400, f"messages[{i}] needs a role, one of {', '.join(ROLES)}", "invalid_value")
+    last_user = max((i for i, m in enumerate(raw) if m["role"] == "user"), default=-1)
+    if last_user < 0:
+        raise RouteError(
+            400, "the last message (besides system messages) must be the user's", "invalid_value"
+        )
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for i, message in enumerate(raw):
         role, content = message["role"], _content(message, i)
         if role == "user":
             check_message(content, f"messages[{i}].content")
         if role in ("system", "developer"):
             system.append(message_text({"content": content}))
+        elif i > last_user:
+            turns.append(_loop_message(message, i))
         elif role == "user" or (role == "assistant" and message_text({"content": content}).strip()):
             turns.append({"role": role, "content": content})
-    if not turns or turns[-1]["role"] != "user":
-        raise RouteError(
-            400, "the last message (besides system messages) must be the user's", "invalid_value"
-        )
     return turns, "\n\n".join(system) if system else None
 
 
@@ -188,29 +259,22 @@ def _temperature(body: dict[str, Any]) -> float | None:
     return float(value)
 
 
-#: Why a client's own tools are refused: the turn is the workspace's agent, which runs its own tools.
-NO_CLIENT_TOOLS = (
-    "{param} is not supported: a workspace's turn runs the workspace's own agent, which calls its own tools "
-    "and cannot hand calls of the client's tools back to the client. Send the request without {param}."
-)
-#: Why a structured reply is refused: nothing carries the format from the request to the model's call yet.
-NO_RESPONSE_FORMAT = (
-    "response_format {kind!r} is not supported yet: the workspace's agent cannot pass it to its model, and "
-    "a reply in plain text would not be the format asked for. Send the request without response_format "
-    "(or with type 'text')."
+#: Why the legacy ``functions`` are refused: ``tools`` carries the same, in the form every SDK sends now.
+NO_FUNCTIONS = (
+    "{param} is not supported: it is OpenAI's deprecated form of tools. Send the functions as tools "
+    '([{{"type": "function", "function": {{...}}}}]) and tool_choice.'
 )
 
 
 def refuse_unsupported(body: dict[str, Any]) -> None:
     """Refuse, in OpenAI's error shape, options the turn cannot honour, rather than answer as if it had.
 
-    A client that asks for JSON, for calls of its own tools or for several choices and gets one plain-text
-    answer fails later and obscurely (LangChain's ``with_structured_output`` with "Invalid json output",
-    ``bind_tools`` with no call ever made); a 400 naming the option tells it now.
+    A client that asks for several choices and gets one answer fails later and obscurely; a 400 naming the
+    option tells it now.
 
     Raises:
-        RouteError: 400 with ``param`` set to the option: ``n`` above 1, ``response_format`` other than
-            ``text``, any ``tools``/``functions``, a ``tool_choice``/``function_call`` that asks for a call.
+        RouteError: 400 with ``param`` set to the option: ``n`` above 1, the legacy ``functions`` and
+            ``function_call`` (``tools`` and ``tool_choice`` are honoured).
     """
     n = body.get("n")
     if n is not None:
@@ -224,23 +288,92 @@ def refuse_unsupported(body: dict[str, Any]) -> None:
                 "unsupported_value",
                 "n",
             )
+    for param in ("functions", "function_call"):
+        if body.get(param) not in (None, [], "none", "auto"):
+            raise RouteError(400, NO_FUNCTIONS.format(param=param), "unsupported_parameter", param)
+
+
+def _checked(model: type[BaseModel], value: dict[str, Any], param: str) -> dict[str, Any]:
+    """``value`` as the run's context field ``model`` takes it, checked now: a wrong one is a 400."""
+    try:
+        return model.model_validate(value).model_dump(by_alias=True, exclude_none=True)
+    except ValidationError as exc:
+        raise RouteError(400, str(explain(exc, prefix=param)), "invalid_value", param) from None
+    except ValueError as exc:
+        raise RouteError(400, str(exc), "invalid_value", param) from None
+
+
+def response_format(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The request's ``response_format`` for the run's context; ``None`` for text or none.
+
+    Raises:
+        RouteError: 400 (``param`` ``response_format``) for a format that is not an object with a known
+            type, or a ``json_schema`` whose schema is malformed or too large.
+    """
     form = body.get("response_format")
-    if form is not None:
-        kind = form.get("type") if isinstance(form, dict) else None
-        if not isinstance(kind, str):
-            raise RouteError(
-                400, "response_format must be an object with a type", "invalid_value", "response_format"
-            )
-        if kind != "text":
-            raise RouteError(
-                400, NO_RESPONSE_FORMAT.format(kind=kind), "unsupported_parameter", "response_format"
-            )
-    for param in ("tools", "functions"):
-        if body.get(param):
-            raise RouteError(400, NO_CLIENT_TOOLS.format(param=param), "unsupported_parameter", param)
-    for param in ("tool_choice", "function_call"):
-        if body.get(param) not in (None, "none", "auto"):
-            raise RouteError(400, NO_CLIENT_TOOLS.format(param=param), "unsupported_parameter", param)
+    if form is None:
+        return None
+    kind = form.get("type") if isinstance(form, dict) else None
+    if not isinstance(kind, str):
+        raise RouteError(
+            400, "response_format must be an object with a type", "invalid_value", "response_format"
+        )
+    if kind == "text":
+        return None
+    if kind not in ("json_object", "json_schema"):
+        raise RouteError(
+            400,
+            f"response_format type {kind!r} is not supported: use text, json_object or json_schema",
+            "unsupported_value",
+            "response_format",
+        )
+    return _checked(ResponseFormat, form, "response_format")
+
+
+def _tool_choice(raw: Any) -> str:
+    """OpenAI's ``tool_choice`` (a word, or an object naming a function) as ``ClientTools.choice``."""
+    if raw is None:
+        return "auto"
+    if isinstance(raw, str):
+        return raw
+    function = raw.get("function") if isinstance(raw, dict) and raw.get("type") == "function" else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(name, str):
+        raise RouteError(
+            400,
+            'tool_choice must be auto, none, required or {"type": "function", "function": {"name": ...}}',
+            "invalid_value",
+            "tool_choice",
+        )
+    return name
+
+
+def client_tools(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The request's ``tools`` and ``tool_choice`` for the run's context; ``None`` when it sent no tools.
+
+    Raises:
+        RouteError: 400 naming ``tools`` or ``tool_choice``: an item that is not a function, a malformed,
+            oversize or duplicate schema, too many tools, or a choice that names no tool sent.
+    """
+    tools, choice = body.get("tools"), _tool_choice(body.get("tool_choice"))
+    if tools in (None, []):
+        if choice not in ("auto", "none"):
+            raise RouteError(400, f"tool_choice {choice!r} needs tools", "invalid_value", "tool_choice")
+        return None
+    if not isinstance(tools, list) or not all(
+        isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
+        for t in tools
+    ):
+        raise RouteError(
+            400, 'tools must be a list of {"type": "function", "function": {...}}', "invalid_value", "tools"
+        )
+    value = {"functions": [t["function"] for t in tools], "choice": choice}
+    param = "tool_choice" if choice not in ("auto", "none", "required") else "tools"
+    if param == "tool_choice" and choice not in {t["function"].get("name") for t in tools}:
+        raise RouteError(
+            400, f"tool_choice names {choice!r}, which is not one of the tools sent", "invalid_value", param
+        )
+    return _checked(ClientTools, value, "tools")
 
 
 def parse_chat(body: dict[str, Any]) -> Chat:
@@ -256,7 +389,18 @@ def parse_chat(body: dict[str, Any]) -> Chat:
     refuse_unsupported(body)
     messages, system = _conversation(body.get("messages"))
     options = body.get("stream_options")
+    tools, form = client_tools(body), response_format(body)
+    if tools is not None and form is not None:
+        raise RouteError(
+            400,
+            "response_format with tools is not supported: a turn either hands the client's tool calls back "
+            "or answers in the format asked for; send one of them",
+            "unsupported_parameter",
+            "response_format",
+        )
     return Chat(
+        client_tools=tools,
+        response_format=form,
         workspace=model.strip(),
         messages=messages,
         system=system,
@@ -311,6 +455,10 @@ def run_context(chat: Chat) -> dict[str, Any]:
         context["reply_reserve"] = context["max_tokens"] = chat.max_tokens
     if chat.temperature is not None:
         context["temperature"] = chat.temperature
+    if chat.client_tools is not None:
+        context["client_tools"] = chat.client_tools
+    if chat.response_format is not None:
+        context["response_format"] = chat.response_format
     return context
 
 
@@ -323,6 +471,8 @@ class Outcome:
     sources: list[dict[str, Any]]
     usage: dict[str, Any]
     pending: list[dict[str, Any]] = field(default_factory=list)
+    #: Calls of the client's own tools, in OpenAI's shape, handed back for the client to run.
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def pending_note(requests: list[dict[str, Any]]) -> str:
@@ -405,11 +555,29 @@ def outcome_of(state: Mapping[str, Any], chat: Chat) -> Outcome:
     if pending:
         text = "\n\n".join(part for part in (text.strip(), pending_note(pending)) if part)
     stop = values.get("stop_reason")
-    finish = "length" if stop == "max_tokens" and not pending else "stop"
+    calls = client_calls(last) if stop == "tool_calls" and last else []
+    finish = "tool_calls" if calls else "length" if stop == "max_tokens" and not pending else "stop"
     sources = values.get("sources") or []
     return Outcome(
-        text, finish, sources if isinstance(sources, list) else [], usage_of(messages, start, chat), pending
+        text,
+        finish,
+        sources if isinstance(sources, list) else [],
+        usage_of(messages, start, chat),
+        pending,
+        calls,
     )
+
+
+def client_calls(reply: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A reply's calls of the client's tools in OpenAI's shape (``call_model`` kept only those)."""
+    return [
+        {
+            "id": str(call.get("id") or ""),
+            "type": "function",
+            "function": {"name": call.get("name"), "arguments": json.dumps(call.get("args") or {})},
+        }
+        for call in reply.get("tool_calls") or []
+    ]
 
 
 @dataclass
@@ -456,7 +624,8 @@ class Turn:
                 self.run_id = str(part.data.get("run_id") or "")
             elif part.event == "error":
                 if (refused := refused_message(part.data)) is not None:
-                    raise RouteError(400, refused, "invalid_value", "messages")
+                    param = "tools" if refused.startswith("client tool") else "messages"
+                    raise RouteError(400, refused, "invalid_value", param)
                 detail = part.data.get("message") if isinstance(part.data, dict) else part.data
                 raise RouteError(500, f"the turn failed: {detail}", "run_failed")
             elif part.event == "messages" and isinstance(part.data, list) and len(part.data) == 2:
@@ -517,6 +686,8 @@ def _completion_id() -> str:
 def completion_body(cid: str, chat: Chat, outcome: Outcome) -> dict[str, Any]:
     """A ``chat.completion`` object, with the turn's sources in an extra top-level ``sources`` field."""
     message: dict[str, Any] = {"role": "assistant", "content": outcome.text, "refusal": None}
+    if outcome.tool_calls:
+        message.update(content=outcome.text or None, tool_calls=outcome.tool_calls)
     body: dict[str, Any] = {
         "id": cid,
         "object": "chat.completion",
@@ -563,6 +734,8 @@ async def stream_completion(turn: Turn, cid: str) -> AsyncIterator[str]:
         rest = outcome.text[len(written) :] if outcome.text.startswith(written) else ""
         if rest:
             yield _sse(chunk_body(cid, chat, {"content": rest}))
+        for index, call in enumerate(outcome.tool_calls):
+            yield _sse(chunk_body(cid, chat, {"tool_calls": [{"index": index, **call}]}))
         last = {**chunk_body(cid, chat, {}, outcome.finish_reason), "sources": outcome.sources}
         if outcome.pending:
             last["pending_approval"] = outcome.pending

@@ -11,6 +11,10 @@ handler of ``threads.create_run`` (``server/auth.py``), the same under ``langgra
   so no run can clear it either.
 - The tools a workspace offers (``tools``) are its assistant's too; a run narrows them with
   ``without_tools`` only, so a run can never offer a tool its workspace did not choose.
+- A client's own tools and reply format (``client_tools``, ``response_format``: an OpenAI client's ``tools``
+  and ``response_format``) are a run's only, checked by type here as in ``Context``. They loosen nothing:
+  a run that brings tools is offered those alone, and their calls go back to the client, never to
+  ``approve`` or ``execute_tool`` (``core/client_loop.py``).
 - A run resumes an approval with ``Command(resume=...)`` only: ``goto`` and ``update`` would hand
   ``execute_tool`` a call no one approved. Thread state is written by the graph's nodes only, for the same
   reason.
@@ -21,12 +25,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.client_tools import ClientTools, ResponseFormat
 from ..core.context import Context, ContextError, IngestContext, MemoryContext, Settings, check_value
 from ..core.conversation import ATTACHMENT_TYPES
 from ..nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
 
 #: A run's own narrowing, which an assistant may not set: a run wins the merge, so it could clear them.
-RUN_ONLY = ("also_ask", "without_tools")
+NARROWING = ("also_ask", "without_tools")
+#: What one OpenAI client's request brings (its tools, its reply format): a run's, never a workspace's.
+CLIENT_REQUEST = {"client_tools": ClientTools | None, "response_format": ResponseFormat | None}
+RUN_ONLY = (*NARROWING, *CLIENT_REQUEST)
 #: Each graph's context schema by graph id (``langgraph.json``): what the server makes a run's context into,
 #: and so what an assistant's stored context must already be.
 GRAPH_CONTEXTS: dict[str, type[Settings]] = {
@@ -103,10 +111,11 @@ def check_run_settings(values: Mapping[str, Any], user: str | None) -> None:
         values: The run's own context (or configurable), before the server merges the assistant's.
         user: The authenticated user, or ``None`` when authentication is off.
     """
-    for name in ("auto_approved", "approval_required", *RUN_ONLY):
+    hints: dict[str, Any] = {n: list[str] for n in ("auto_approved", "approval_required", *NARROWING)}
+    for name, hint in {**hints, **CLIENT_REQUEST}.items():
         if name in values:
             try:
-                check_value(name, list[str], values[name])
+                check_value(name, hint, values[name])
             except ContextError as exc:
                 raise PolicyError(str(exc)) from None
     if values.get("auto_approved", []) != []:
