@@ -129,6 +129,7 @@ WANTS = {
     "string_type": "a string",
     "list_type": "a list of strings",
     "dict_type": "an object",
+    "model_type": "an object",
 }
 #: What a text setting with a shape wants, for errors of its pattern or length.
 SHAPES = {

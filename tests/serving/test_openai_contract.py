@@ -179,6 +179,8 @@ async def check_client_tools(url: str, llm, workspace: str) -> None:
     result = ToolMessage("Paris", tool_call_id=asked.tool_calls[0]["id"])
     answer = await chat.ainvoke([question, asked, result])
     assert answer.content == "The capital of France is Paris."
+    assert isinstance(answer, AIMessage) and answer.usage_metadata is not None
+    assert answer.usage_metadata["total_tokens"] == 2, "the model's count, not the client's own messages"
     sent = llm.requests[-1]["messages"]
     assert sent[-1] == {"role": "tool", "content": "Paris", "tool_call_id": asked.tool_calls[0]["id"]}
     assert (
@@ -247,6 +249,13 @@ async def test_client_tool_calls_in_openai_shape(secured_server, llm, workspace)
     assert deltas[0].id
     assert json.loads(deltas[0].function.arguments or "") == {"country": "Peru"}  # type: ignore[union-attr]
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+
+    # The model names a tool of the workspace's, never offered here: nothing runs, nothing waits for approval.
+    llm.push(tool_reply(("save_note", {"text": "buy milk"})))
+    done = await alice.chat.completions.create(model=workspace, messages=QUESTION, tools=[LOOKUP])  # type: ignore[list-item]
+    assert done.choices[0].finish_reason == "stop" and not done.choices[0].message.tool_calls
+    assert "pending_approval" not in (done.model_extra or {})
+    assert server_tools_sent(llm.requests[-1]) == {"lookup_capital"}
 
 
 async def test_a_client_turn_runs_nothing_on_the_server(secured_server, llm, workspace):  # noqa: F811
@@ -415,3 +424,31 @@ async def test_refused_key_names_its_header(secured_server):  # noqa: F811
         assert response.status_code == 401 and named in response.json()["error"]["message"], response.text
     none = httpx.get(f"{secured_server}/v1/models", timeout=10).json()["error"]["message"]
     assert "Authorization" in none and "x-api-key" in none, none
+
+
+async def test_a_prompted_model_reads_the_clients_tools_in_its_catalog(secured_server, llm, workspace):  # noqa: F811
+    """A model without native calls (the embedded one's path) is told of the client's tools in its prompt.
+
+    Its JSON naming one is read as a call and handed back like a native one; no ``tools`` parameter is sent.
+    """
+    await make_workspace(secured_server, "alice", workspace)
+    client = get_client(url=secured_server, api_key=KEYS["alice"])
+    thread = await client.threads.create()
+    llm.reset()
+    llm.push(text_reply('{"name": "lookup_capital", "arguments": {"country": "France"}}'))
+    out = await client.runs.wait(
+        thread["thread_id"],
+        "agent",
+        input={"messages": [{"role": "user", "content": "What is the capital of France?"}]},
+        context={
+            "workspace": workspace,
+            "native_tool_calling": False,
+            "client_tools": {"functions": [LOOKUP["function"]]},
+        },
+    )
+    assert isinstance(out, dict) and out["stop_reason"] == "tool_calls"
+    last = out["messages"][-1]
+    assert [(c["name"], c["args"]) for c in last["tool_calls"]] == [("lookup_capital", {"country": "France"})]
+    sent = llm.requests[-1]
+    assert "tools" not in sent and "lookup_capital" in sent["messages"][0]["content"]
+    assert "save_note" not in sent["messages"][0]["content"], "no tool of the workspace's is described"
