@@ -11,11 +11,13 @@ How the vectors are indexed and searched (one HNSW index per dimension) is in ``
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import LiteralString
+from typing import Any, LiteralString
+
+from psycopg.types.json import Jsonb
 
 from .db import DictConnection, connection, ensure_schema, resolve_url
 from .vectors import (
@@ -54,6 +56,9 @@ SCHEMA: list[LiteralString] = [
         UNIQUE (workspace, source)
     )""",
     "CREATE INDEX IF NOT EXISTS documents_pinned ON documents (workspace) WHERE pinned",
+    # What a client said of a document beside its text (AnythingLLM's docAuthor, description, ...); added
+    # after the table, so existing databases gain it with an empty object and nothing is re-embedded.
+    "ALTER TABLE documents ADD COLUMN IF NOT EXISTS metadata JSONB NOT NULL DEFAULT '{}'::jsonb",
     """CREATE TABLE IF NOT EXISTS chunks (
         id BIGSERIAL PRIMARY KEY,
         document_id BIGINT NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
@@ -69,7 +74,8 @@ SCHEMA: list[LiteralString] = [
 
 _COLUMNS = (
     "d.id, d.workspace, d.source, d.title, d.content_hash, d.tokens, d.chunk_size, d.chunk_overlap, d.pinned,"
-    " d.created_at, d.updated_at, (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) AS chunks"
+    " d.metadata, d.created_at, d.updated_at,"
+    " (SELECT count(*) FROM chunks c WHERE c.document_id = d.id) AS chunks"
 )
 
 
@@ -88,6 +94,7 @@ class Document:
     pinned: bool
     chunks: int = 0
     content: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
@@ -188,6 +195,7 @@ class DocumentStore:
         chunk_size: int,
         chunk_overlap: int,
         tokens: int = 0,
+        metadata: Mapping[str, Any] | None = None,
     ) -> tuple[Document, bool]:
         """Add a document with its embedded chunks, or replace an earlier version of the same source.
 
@@ -213,19 +221,29 @@ class DocumentStore:
                 )
                 row = await cur.fetchone()
                 replaced = row is not None
-                values = (title, content, content_hash, tokens, chunk_size, chunk_overlap)
+                values = (
+                    title,
+                    content,
+                    content_hash,
+                    tokens,
+                    chunk_size,
+                    chunk_overlap,
+                    Jsonb(dict(metadata or {})),
+                )
                 if row is not None:
                     document_id = row["id"]
                     await conn.execute("DELETE FROM chunks WHERE document_id = %s", (document_id,))
                     await conn.execute(
                         "UPDATE documents SET title = %s, content = %s, content_hash = %s, tokens = %s,"
-                        " chunk_size = %s, chunk_overlap = %s, updated_at = now() WHERE id = %s",
+                        " chunk_size = %s, chunk_overlap = %s, metadata = %s, updated_at = now()"
+                        " WHERE id = %s",
                         (*values, document_id),
                     )
                 else:
                     cur = await conn.execute(
                         "INSERT INTO documents (workspace, source, title, content, content_hash, tokens,"
-                        " chunk_size, chunk_overlap) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                        " chunk_size, chunk_overlap, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                        " RETURNING id",
                         (workspace, source, *values),
                     )
                     inserted = await cur.fetchone()
@@ -242,6 +260,66 @@ class DocumentStore:
                 document = Document(**stored)
         document.content = content
         return document, replaced
+
+    async def copy_document(
+        self, source_space: str, source: str, workspace: str
+    ) -> tuple[Document, bool] | None:
+        """Copy a document with its chunks and vectors from one workspace key to another; ``None`` if absent.
+
+        Nothing is embedded again: the vectors are the same model's, which the target's space is checked
+        against (a target with vectors of another model refuses them). A document the target already holds
+        under that source is replaced in place and keeps its id and pinned flag, as ``store_document`` does.
+
+        Raises:
+            EmbeddingMismatch: The target's vectors came from another model or have another dimension.
+        """
+        async with self._conn() as conn, conn.transaction():
+            await self._lock(conn, workspace)
+            cur = await conn.execute(
+                "SELECT id, title, content, content_hash, tokens, chunk_size, chunk_overlap, metadata"
+                " FROM documents WHERE workspace = %s AND source = %s",
+                (source_space, source),
+            )
+            original = await cur.fetchone()
+            space = await self._space(conn, source_space)
+            if original is None or space is None:
+                return None
+            await self._claim_space(conn, workspace, space.embedding_id, space.dimension)
+            values = [original[k] for k in ("title", "content", "content_hash", "tokens", "chunk_size")]
+            values += [original["chunk_overlap"], Jsonb(original["metadata"])]
+            cur = await conn.execute(
+                "INSERT INTO documents (workspace, source, title, content, content_hash, tokens, chunk_size,"
+                " chunk_overlap, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (workspace, source) DO UPDATE SET title = EXCLUDED.title,"
+                " content = EXCLUDED.content, content_hash = EXCLUDED.content_hash, tokens = EXCLUDED.tokens,"
+                " chunk_size = EXCLUDED.chunk_size, chunk_overlap = EXCLUDED.chunk_overlap,"
+                " metadata = EXCLUDED.metadata, updated_at = now()"
+                " RETURNING id, (xmax <> 0) AS replaced",
+                (workspace, source, *values),
+            )
+            row = await cur.fetchone()
+            assert row is not None, "INSERT ... RETURNING returns its row"
+            await conn.execute("DELETE FROM chunks WHERE document_id = %s", (row["id"],))
+            await conn.execute(
+                "INSERT INTO chunks (document_id, workspace, ordinal, text, embedding)"
+                " SELECT %s, %s, ordinal, text, embedding FROM chunks WHERE document_id = %s"
+                " ORDER BY ordinal",
+                (row["id"], workspace, original["id"]),
+            )
+            cur = await conn.execute(f"SELECT {_COLUMNS} FROM documents d WHERE id = %s", (row["id"],))
+            stored = await cur.fetchone()
+            assert stored is not None, "the document was written in this transaction"
+            return Document(**stored), bool(row["replaced"])
+
+    async def holders(self, workspaces: Sequence[str], sources: Sequence[str]) -> list[Document]:
+        """The documents of any of ``workspaces`` whose source is one of ``sources``, without contents."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM documents d WHERE workspace = ANY(%s) AND source = ANY(%s)"
+                " ORDER BY d.id",
+                (list(workspaces), list(sources)),
+            )
+            return [Document(**row) for row in await cur.fetchall()]
 
     async def list_documents(self, workspace: str) -> list[Document]:
         """Every document of a workspace with its chunk count, oldest first, without contents."""

@@ -3,9 +3,9 @@
 The routes answer in AnythingLLM's shapes (``server/endpoints/api/workspace``, ``workspaceThread`` and
 ``document`` of its source), and run the graphs through the very server they are mounted in, as a client of
 it with the caller's own key: identity, ownership, the run rules of ``server/policy.py`` and approvals are
-enforced by ``server/auth.py`` exactly as for any other client, not by a second copy here. Only the two
-routes that touch documents directly (``vector-search`` and ``document/upload``) act in this process, and
-they act in the caller's own workspace (``document_scope``), named by the key's user.
+enforced by ``server/auth.py`` exactly as for any other client, not by a second copy here. The routes that
+touch documents directly (``server/anythingllm_documents.py``) act in this process, in the caller's own
+workspaces and library (``document_scope``), named by the key's user.
 
 Mapping:
     - A workspace is a slug named by one of the caller's ``agent`` assistants (``context.workspace``);
@@ -51,14 +51,11 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 from langgraph_sdk.client import LangGraphClient
-from starlette.datastructures import UploadFile
-from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
@@ -68,12 +65,8 @@ from ..checkpoints.chunks import Document, DocumentStore
 from ..checkpoints.db import connection, ensure_schema
 from ..core.approval import ResumeError, checked_decisions
 from ..core.context import Context, ContextError, document_scope
-from ..nodes.uploads import MIME_SUFFIXES, upload_limit
 from ..providers.tokens import count as token_count
 from ..providers.tokens import ensure_tokenizer
-from ..skills.documents import index_document, search
-from ..skills.extraction import extract_bounded
-from ..skills.loaders import SUPPORTED_SUFFIXES, content_hash
 from .http_common import (
     RouteError,
     assistant_for,
@@ -90,7 +83,6 @@ GRAPH = "agent"
 DEFAULT_WORKSPACE = "default"
 VALID_MODES = ("automatic", "chat", "query")
 WORKSPACE_KEY, SESSION_KEY, THREAD_KEY = "anythingllm_workspace", "anythingllm_session", "anythingllm_thread"
-SOURCE_PREFIX = "api-upload:"
 NO_KEY = "No valid api key found."
 SMALL_BODY = 1024 * 1024
 DECISIONS = ("approve", "edit", "reject")
@@ -1182,224 +1174,6 @@ async def thread_chats(request: Request) -> Response:
     return await chat_history(request, THREAD_KEY, request.path_params["thread"])
 
 
-# ── documents ──────────────────────────────────────────────────────────────────────────────────────────
-
-
-def _number(value: Any, low: float, high: float, default: float) -> float:
-    """A number within bounds, else the default (AnythingLLM falls back to the workspace's setting)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return default
-    return number if low <= number <= high else default
-
-
-@endpoint
-async def vector_search(request: Request) -> Response:
-    """``POST /workspace/{slug}/vector-search``: ``{query, topN, scoreThreshold}`` → ``{"results"}``."""
-    user = await caller(request)
-    body = await read_json(request, SMALL_BODY)
-    slug = request.path_params["slug"]
-    async with client_of(request) as client:
-        settings = settings_of(await workspace(client, slug))
-    query = body.get("query")
-    if not isinstance(query, str) or not query:
-        raise ApiError(400, {"message": "Query parameter cannot be empty."})
-    top_n = int(_number(body.get("topN"), 1, 1000, settings.get("top_n", 4)))
-    threshold = _number(body.get("scoreThreshold"), 0.0, 1.0, settings.get("similarity_threshold", 0.25))
-    found = await search(DocumentStore(), document_scope(user, slug), query, top_n=top_n, threshold=threshold)
-    if found.problem and not found.hits:
-        return JSONResponse({"results": [], "message": "No embeddings found for this workspace."})
-    results = [
-        {
-            "id": str(hit.id),
-            "text": hit.text,
-            "metadata": {
-                "url": hit.source,
-                "title": hit.title,
-                "author": None,
-                "description": None,
-                "docSource": hit.source,
-                "chunkSource": hit.source,
-                "published": None,
-                "wordCount": len(hit.text.split()),
-                "tokenCount": None,
-            },
-            "distance": hit.distance,
-            "score": hit.similarity,
-        }
-        for hit in found.hits
-    ]
-    return JSONResponse({"results": results})
-
-
-async def uploaded_file(request: Request) -> tuple[str, bytes, str, list[str], dict[str, str]]:
-    """The multipart upload's file name, bytes and MIME type, the workspaces to add it to, its metadata.
-
-    The body is capped at ``UPLOAD_MAX_BYTES`` (plus a margin for the form) before it is parsed.
-    """
-    limit = upload_limit()
-    await read_body(request, limit + SMALL_BODY)
-    try:
-        async with request.form(max_files=1, max_fields=10) as form:  # its spooled file closed after
-            file, targets = form.get("file"), form.get("addToWorkspaces") or ""
-            given = form.get("metadata")
-            raw = await file.read() if isinstance(file, UploadFile) else b""
-    except MultiPartException as exc:  # malformed multipart, or more than one file
-        raise ApiError(400, {"success": False, "error": f"not a valid upload form: {exc}"}) from None
-    if not isinstance(file, UploadFile):
-        raise ApiError(400, {"success": False, "error": "the form needs a file field"})
-    if not isinstance(targets, str):
-        raise ApiError(422, {"success": False, "error": "addToWorkspaces must be a string of slugs"})
-    if len(raw) > limit:
-        raise ApiError(413, {"success": False, "error": f"the file is over {limit} bytes (UPLOAD_MAX_BYTES)"})
-    name = Path(file.filename or "").name or f"upload-{content_hash(raw)[:12]}"
-    slugs = [s.strip() for s in targets.split(",") if s.strip()] or [DEFAULT_WORKSPACE]
-    return name, raw, file.content_type or "", slugs, upload_metadata(given)
-
-
-#: The ``metadata`` keys AnythingLLM's upload takes (its swagger's "only specific keys are allowed").
-METADATA_KEYS = ("title", "docAuthor", "description", "docSource")
-
-
-def upload_metadata(given: Any) -> dict[str, str]:
-    """An upload's ``metadata`` (the form's JSON text, or raw-text's object): ``METADATA_KEYS`` as strings.
-
-    AnythingLLM reads it with ``safeJsonParse(_, {})``: text that is not JSON is no metadata. Other keys are
-    dropped, as there; a value that is not a string is refused, naming the key.
-    """
-    if isinstance(given, str):
-        try:
-            given = json.loads(given) if given.strip() else {}
-        except json.JSONDecodeError:
-            return {}
-    parsed = given
-    if not isinstance(parsed, dict):
-        return {}
-    chosen = {k: parsed[k] for k in METADATA_KEYS if parsed.get(k) is not None}
-    for key, value in chosen.items():
-        if not isinstance(value, str) or len(value) > 1000:
-            raise ApiError(
-                400, {"success": False, "error": f"metadata {key} must be a string up to 1000 characters"}
-            )
-    return chosen
-
-
-async def add_upload(scope: str, name: str, raw: bytes, text: str, title: str) -> dict[str, Any]:
-    """Index an extracted upload into one workspace scope; an identical upload is left as it is."""
-    store, source, digest = DocumentStore(), SOURCE_PREFIX + name, content_hash(raw)
-    known = await store.get_document(scope, source)
-    if known and known.content_hash == digest:
-        return {"outcome": "unchanged", "documentId": known.id, "chunks": known.chunks}
-    doc, replaced = await index_document(store, scope, source=source, title=title, text=text, digest=digest)
-    return {"outcome": "replaced" if replaced else "added", "documentId": doc.id, "chunks": doc.chunks}
-
-
-@endpoint
-async def update_pin(request: Request) -> Response:
-    """``POST /workspace/{slug}/update-pin`` ``{docPath, pinStatus}``: 200 ``{"message": ...}`` as there.
-
-    ``docPath`` is a document's ``docpath`` (``GET /workspace/{slug}``), which is also the ``location`` its
-    upload answered, as there. A document the workspace does not hold is 404 with an empty body, as there.
-    A pinned document is given whole with every message (B8).
-    """
-    user = await caller(request)
-    body = await read_json(request, SMALL_BODY)
-    slug, path, pinned = request.path_params["slug"], body.get("docPath"), body.get("pinStatus", False)
-    if not isinstance(path, str) or not isinstance(pinned, bool):
-        raise ApiError(400, {"message": "docPath must be a string and pinStatus true or false"})
-    async with client_of(request) as client:
-        await workspace(client, slug)
-    store, scope = DocumentStore(), document_scope(user, slug)
-    document = await store.get_document(scope, path)
-    if document is None:
-        return Response(status_code=404)
-    await store.set_pinned(scope, [document.id], pinned)
-    return JSONResponse({"message": "Pin status updated successfully"})
-
-
-@endpoint
-async def upload_document(request: Request) -> Response:
-    """``POST /document/upload`` (multipart ``file``, ``addToWorkspaces``): ``{success, error, documents}``.
-
-    The file goes through the chat uploads' bounded extraction (``extract_bounded``) and caps, then into each
-    named workspace of the caller's (``default`` when none is named); only bytes are taken, never a path.
-    """
-    user = await caller(request)
-    name, raw, mime, slugs, metadata = await uploaded_file(request)
-    await check_workspaces(request, slugs)
-    suffix = Path(name).suffix.lower()
-    suffix = suffix if suffix in SUPPORTED_SUFFIXES else MIME_SUFFIXES.get(mime.lower(), suffix)
-    try:
-        text = await extract_bounded(Path(Path(name).stem + suffix), raw)
-    except Exception as exc:  # unreadable, unsupported, over a limit: say why
-        return JSONResponse({"success": False, "error": str(exc) or type(exc).__name__, "documents": []}, 422)
-    return await stored_upload(user, name, raw, text, slugs, metadata)
-
-
-@endpoint
-async def upload_raw_text(request: Request) -> Response:
-    """``POST /document/raw-text`` ``{textContent, metadata: {title}, addToWorkspaces}``, answered as upload.
-
-    As ``server/endpoints/api/document/index.js``: ``metadata.title`` is required and ``textContent`` must
-    not be empty (422 saying which); the text is stored under its title, as a file of that name would be.
-    """
-    user = await caller(request)
-    body = await read_json(request, upload_limit() + SMALL_BODY)
-    text, targets = body.get("textContent"), body.get("addToWorkspaces") or ""
-    metadata = upload_metadata(body.get("metadata"))
-    if not metadata.get("title"):
-        error = "You are missing required metadata key:value pairs in your request. Required: title"
-        raise ApiError(422, {"success": False, "error": error, "documents": []})
-    if not isinstance(text, str) or not text:
-        raise ApiError(422, {"success": False, "error": "The 'textContent' key cannot have an empty value."})
-    if not isinstance(targets, str):
-        raise ApiError(422, {"success": False, "error": "addToWorkspaces must be a string of slugs"})
-    raw = text.encode()
-    if len(raw) > upload_limit():
-        raise ApiError(
-            413, {"success": False, "error": f"the text is over {upload_limit()} bytes (UPLOAD_MAX_BYTES)"}
-        )
-    slugs = [s.strip() for s in targets.split(",") if s.strip()] or [DEFAULT_WORKSPACE]
-    await check_workspaces(request, slugs)
-    return await stored_upload(user, Path(metadata["title"]).name or "raw-text", raw, text, slugs, metadata)
-
-
-async def check_workspaces(request: Request, slugs: list[str]) -> None:
-    """Refuse an upload naming a workspace the caller does not have (404, as AnythingLLM words it)."""
-    async with client_of(request) as client:
-        known = await workspaces(client)
-    missing = [s for s in slugs if s not in known]
-    if missing:
-        raise ApiError(404, {"success": False, "error": f"Workspace {missing[0]} is not a valid workspace."})
-
-
-async def stored_upload(
-    user: str, name: str, raw: bytes, text: str, slugs: list[str], metadata: Mapping[str, str]
-) -> Response:
-    """Index an upload's text into each workspace and answer with AnythingLLM's document record."""
-    title = metadata.get("title") or name
-    try:
-        added = {slug: await add_upload(document_scope(user, slug), name, raw, text, title) for slug in slugs}
-    except Exception as exc:  # over a limit, no embedding model: say why
-        return JSONResponse({"success": False, "error": str(exc) or type(exc).__name__, "documents": []}, 422)
-    document = {
-        "location": SOURCE_PREFIX + name,
-        "name": name,
-        "url": SOURCE_PREFIX + name,
-        "title": title,
-        "docAuthor": metadata.get("docAuthor", "Unknown"),
-        "description": metadata.get("description", "Unknown"),
-        "docSource": metadata.get("docSource", "a file uploaded through the API."),
-        "chunkSource": name,
-        "published": None,
-        "wordCount": len(text.split()),
-        "token_count_estimate": None,
-        "workspaces": [{"slug": slug, **entry} for slug, entry in added.items()],
-    }
-    return JSONResponse({"success": True, "error": None, "documents": [document]})
-
-
 routes: list[BaseRoute] = [
     Route("/auth", check_key, methods=["GET"]),
     Route("/workspaces", list_workspaces, methods=["GET"]),
@@ -1417,8 +1191,4 @@ routes: list[BaseRoute] = [
     Route("/workspace/{slug}/thread/{thread}/chats", thread_chats, methods=["GET"]),
     Route("/workspace/{slug}/thread/{thread}/approve", thread_chat, methods=["POST"]),
     Route("/workspace/{slug}/thread/{thread}/stream-chat", thread_stream_chat, methods=["POST"]),
-    Route("/workspace/{slug}/update-pin", update_pin, methods=["POST"]),
-    Route("/workspace/{slug}/vector-search", vector_search, methods=["POST"]),
-    Route("/document/upload", upload_document, methods=["POST"]),
-    Route("/document/raw-text", upload_raw_text, methods=["POST"]),
 ]

@@ -1,9 +1,10 @@
 """The custom HTTP routes both servers mount (``langgraph.json`` ``"http": {"app": ...}``): other apps' APIs.
 
 ``/v1`` speaks OpenAI's chat completions (``server/openai_api.py``); ``/api/v1`` speaks AnythingLLM's
-developer API (``server/anythingllm_api.py``). Both are clients of the server they are mounted in: they run
-the graphs through its own API with the caller's own key, so identity, ownership, the run rules and
-approvals are the ones ``server/auth.py`` already enforces, not a second copy of them.
+developer API (``server/anythingllm_api.py``; its document routes: ``anythingllm_documents.py``). Both are
+clients of the server they are mounted in: they run the graphs through its own API with the caller's own
+key, so identity, ownership, the run rules and approvals are the ones ``server/auth.py`` already enforces,
+not a second copy of them.
 
 Each route authenticates its caller itself, with ``auth.py``'s own handler (``http_common.caller``), so
 a missing or wrong key is refused in the shape that API's clients expect. The servers'
@@ -18,6 +19,7 @@ from starlette.routing import Mount, Route
 
 from .anythingllm_api import ping as anythingllm_ping
 from .anythingllm_api import routes as anythingllm_routes
+from .anythingllm_documents import routes as document_routes
 from .openai_api import routes as openai_routes
 
 
@@ -34,7 +36,7 @@ def _application_class() -> type[Starlette]:
 app = _application_class()(
     routes=[
         Mount("/v1", routes=openai_routes),
-        Mount("/api/v1", routes=anythingllm_routes),
+        Mount("/api/v1", routes=[*anythingllm_routes, *document_routes]),
         Route("/api/ping", anythingllm_ping, methods=["GET"]),  # AnythingLLM's, outside /api/v1
     ]
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,7 @@ async def index_document(
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Progress | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> tuple[Document, bool]:
     """Split, embed and store one document (replacing an earlier version of ``source``).
 
@@ -127,6 +128,7 @@ async def index_document(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         tokens=tokens,
+        metadata=metadata,
     )
 
 

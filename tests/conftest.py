@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.support.helpers import free_port
+from tests.support.web_server import Answer, WebServer
 from workspace_agent.samples.scripted_model import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,6 +118,22 @@ async def saver(database_url: str) -> AsyncIterator[object]:
 
     async with postgres_saver(database_url) as s:
         yield s
+
+
+#: The page ``document/upload-link`` may fetch from the keyed server: the one host its deployment allows.
+LINKED_PAGE = (
+    b"<html><head><title>Heron refunds</title></head><body><h1>Refunds</h1>"
+    b"<p>Heron refunds are paid within 14 days of a return, to the card that paid.</p></body></html>"
+)
+
+
+@pytest.fixture(scope="session")
+def linked_site() -> Iterator[WebServer]:
+    """A loopback site with one page, the only private address the keyed server's ``fetch`` may reach."""
+    page = Answer(body=LINKED_PAGE, headers={"Content-Type": "text/html; charset=utf-8"})
+    server = WebServer({"/help/refunds.html": lambda _request: page}).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

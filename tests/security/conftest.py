@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.support.helpers import free_port
+from tests.support.web_server import WebServer
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"alice": "alice-key-1f0c", "bob": "bob-key-77ad"}
@@ -44,8 +45,8 @@ def _absolute(config: dict) -> dict:
 
 
 @pytest.fixture(scope="session")
-def secured_server(database_url, llm_server, tmp_path_factory) -> Iterator[str]:
-    """``langgraph dev`` with ``WORKSPACE_AGENT_API_KEYS`` and ``ALWAYS_ASK_TOOLS`` set."""
+def secured_server(database_url, llm_server, linked_site: WebServer, tmp_path_factory) -> Iterator[str]:
+    """``langgraph dev`` with ``WORKSPACE_AGENT_API_KEYS``, ``ALWAYS_ASK_TOOLS`` and one fetchable site."""
     folder = tmp_path_factory.mktemp("secured")
     (folder / "langgraph.json").write_text(
         json.dumps(_absolute(json.loads((ROOT / "langgraph.json").read_text())))
@@ -59,6 +60,7 @@ def secured_server(database_url, llm_server, tmp_path_factory) -> Iterator[str]:
         "OPENAI_BASE_URL": llm_server.base_url,
         "WORKSPACE_AGENT_API_KEYS": ",".join(f"{key}:{user}" for user, key in KEYS.items()),
         "ALWAYS_ASK_TOOLS": ALWAYS_ASK,
+        "FETCH_ALLOWED_HOSTS": f"127.0.0.1:{linked_site.port}",
     }
     cli = Path(sys.executable).with_name("langgraph")
     with log.open("w") as out:

@@ -44,6 +44,9 @@ JSON_ROUTES = {
     "/api/v1/workspace/default/thread/t/approve": {"message": "hi"},
     "/api/v1/workspace/default/thread/t/stream-chat": {"message": "hi"},
     "/api/v1/workspace/default/vector-search": {"query": "hi"},
+    "/api/v1/workspace/default/update-embeddings": {"adds": []},
+    "/api/v1/document/raw-text": {"textContent": "hi", "metadata": {"title": "t"}},
+    "/api/v1/document/upload-link": {"link": "http://127.0.0.1:9/"},
 }
 #: What the fuzz saw, reported at the end of the module (``-s``): bodies per API, statuses, RSS.
 FIGURES: dict[str, Any] = {"bodies": {}, "statuses": {}, "rss_mb": []}
