@@ -28,7 +28,7 @@ import uuid
 
 from tests.security.conftest import secured_server  # noqa: F401 - the keyed dev server
 from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
-from tests.serving.test_anythingllm_api import api, make_workspace, prompt_text
+from tests.serving.test_anythingllm_api import api, events, make_workspace, prompt_text
 from workspace_agent.samples.scripted_model import text_reply
 
 #: ``REQUIRED_FILE_OBJECT_FIELDS`` of ``server/utils/files/index.js``, and what ``fileToPickerData`` and
@@ -268,3 +268,62 @@ async def test_documents_under_make_serve(keyed_served_url, llm):  # noqa: F811
     """The same routes from ``make serve`` (Aegra), where they are mounted the same way."""
     await test_the_library_round_trip(keyed_served_url, llm, fresh())
     await test_a_library_is_its_users_own(keyed_served_url, fresh())
+    await an_integration(keyed_served_url, llm)
+
+
+async def an_integration(url: str, llm) -> None:
+    """What an integration written from AnythingLLM's openapi.json examples does, through ``/api/v1`` only.
+
+    Create a workspace, upload a file, embed it by its location, pin it, chat in a session, stream in it,
+    read the session's history newest first, then delete the workspace.
+    """
+    async with api(url) as alice:
+        assert (await alice.get("/auth")).json() == {"authenticated": True}
+        made = await alice.post(
+            "/workspace/new", json={"name": f"Crm {uuid.uuid4().hex[:6]}", "openAiHistory": 20}
+        )
+        assert made.status_code == 200, made.text
+        slug = made.json()["workspace"]["slug"]
+        file = {
+            "file": ("harbour-hours.txt", b"The harbour office opens at 07:30 on weekdays.", "text/plain")
+        }
+        uploaded = (await alice.post("/document/upload", files=file)).json()["documents"][0]
+        location = uploaded["location"]
+        embedded = await alice.post(
+            f"/workspace/{slug}/update-embeddings", json={"adds": [location], "deletes": []}
+        )
+        assert [d["docpath"] for d in embedded.json()["workspace"]["documents"]] == [location]
+        pin = await alice.post(f"/workspace/{slug}/update-pin", json={"docPath": location, "pinStatus": True})
+        assert pin.json() == {"message": "Pin status updated successfully"}
+
+        llm.reset()
+        llm.push(text_reply("At 07:30."), text_reply("On weekdays."))
+        said = await alice.post(
+            f"/workspace/{slug}/chat",
+            json={"message": "When does the harbour office open?", "mode": "chat", "sessionId": "crm-7"},
+        )
+        assert said.json()["textResponse"] == "At 07:30." and said.json()["type"] == "textResponse"
+        assert "07:30" in prompt_text(llm.requests[-1]), "the pinned document went with the message"
+        streamed = await alice.post(
+            f"/workspace/{slug}/stream-chat",
+            json={"message": "Which days?", "mode": "chat", "sessionId": "crm-7"},
+        )
+        chunks = events(streamed.text)
+        assert chunks[-1]["type"] == "finalizeResponseStream" and chunks[-1]["chatId"] is not None
+        assert "".join(c.get("textResponse") or "" for c in chunks if c["type"] == "textResponseChunk") == (
+            "On weekdays."
+        )
+        history = await alice.get(
+            f"/workspace/{slug}/chats", params={"apiSessionId": "crm-7", "limit": 1, "orderBy": "desc"}
+        )
+        assert [i["content"] for i in history.json()["history"]] == ["Which days?", "On weekdays."]
+
+        assert (await alice.delete(f"/workspace/{slug}")).status_code == 200
+        assert (await alice.get(f"/workspace/{slug}")).json() == {"workspace": []}
+        assert (await alice.get(f"/document/{location.split('/', 1)[1]}")).status_code == 200, (
+            "the library keeps the file, as AnythingLLM's documents outlive a workspace"
+        )
+
+
+async def test_an_integration_from_the_openapi_examples(secured_server, llm):  # noqa: F811
+    await an_integration(secured_server, llm)
