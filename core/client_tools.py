@@ -145,6 +145,13 @@ class ClientTools(_Strict):
         """The client's function names."""
         return frozenset(f.name for f in self.functions)
 
+    @property
+    def forced(self) -> frozenset[str]:
+        """The functions a reply must call: all for ``required``, the one named; none for auto or none."""
+        if self.choice == "required":
+            return self.names
+        return frozenset() if self.choice in ("auto", "none") else frozenset({self.choice})
+
     def openai_choice(self) -> str | dict[str, Any]:
         """``tool_choice`` as an OpenAI endpoint takes it."""
         if self.choice in ("auto", "none", "required"):

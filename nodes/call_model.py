@@ -77,12 +77,15 @@ async def _prompted(
     ctx: Context,
     grammar: bool,
     given_with: bool,
+    forced: frozenset[str] = frozenset(),
 ) -> tuple[AIMessage, str, list[Decision]]:
     """A prompted model call: the tools described in the prompt, every round's results in a digest.
 
     After each round the tools are offered again and the model decides: more calls, or the answer. A reply
     that writes a call where none can run (the budget spent, or a tool that does not exist even when asked
-    again) is never shown as JSON: the person reads why, and what the tools returned.
+    again) is never shown as JSON: the person reads why, and what the tools returned. ``forced`` names the
+    tools a reply must call (a client's ``tool_choice`` of ``required`` or a name): under the call grammar
+    the reply is calls of those only; without a grammar the model is only asked.
     """
     results_in = any(isinstance(m, ToolMessage) for m in request)
     named = named_unused(question, request, tools) if results_in and withheld is None else []
@@ -94,7 +97,7 @@ async def _prompted(
         window=ctx.window,
         grammar=grammar,
         answer_only=withheld is not None,
-        calls_only=waiting_calls(request),
+        calls_only=forced or waiting_calls(request),
         first_round=not results_in,
         given_with=given_with,
         ran=ran_calls(request) if results_in and withheld is None else frozenset(),
@@ -193,8 +196,9 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
         asked = message_text(question) if question is not None else ""
         given_with = bool(plan.get("context"))  # memories or documents before the person's words
         offer = stub_tools(client) if client is not None else tools
+        forced = client.forced if client is not None else frozenset()
         response, how, notes = await _prompted(
-            sampled, request, asked, offer, withheld, ctx, grammar, given_with
+            sampled, request, asked, offer, withheld, ctx, grammar, given_with, forced
         )
         decisions += notes
     else:

@@ -161,7 +161,7 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
         threshold = ctx.similarity_threshold
         kept = f"{len(hits)} of the top {ctx.top_n} chunks at similarity ≥ {threshold:g}"
         notes.append(found.problem or kept)
-        if state.get("route") == "agent":
+        if state.get("route") == "agent" and ctx.client_tools is None:  # a client's run: its tools alone
             notes.append("agent mode: the model can search for more through search_documents")
     why = "; ".join(notes)
     out: dict = {"context": context, "sources": sources}

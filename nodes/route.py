@@ -152,7 +152,8 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
                 "chat",
                 f"automatic mode, but no tool could be set up: {'; '.join(toolset.problems)}",
             )
-    query_only = chosen == "chat" and ctx.chat_mode == "query"
+    # a query workspace answers only from its documents, whoever brings tools: a client's run refuses too
+    query_only = ctx.chat_mode == "query" and (chosen == "chat" or ctx.client_tools is not None)
     return {
         "messages": fold_update(messages[:at], ctx.history_limit),
         "route": chosen,

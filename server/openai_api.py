@@ -25,7 +25,10 @@
   goes on (LangChain's ``bind_tools``, then the results, then the answer). A malformed, oversize or
   duplicate schema, too many tools, a ``tool_choice`` naming no tool sent, or a tool named like one of the
   workspace's is a 400 in OpenAI's shape. A prompted model (no native calls) reads the client's tools in
-  its catalog; there ``tool_choice`` ``required`` or a name is read as ``auto``.
+  its catalog; there ``tool_choice`` ``required`` or a name holds under the call grammar (the embedded
+  llama.cpp server), and is only asked of an endpoint that takes none. A refusal that only the graph can
+  make (a tool named like one of the workspace's, which may be an MCP server's) is a 400 for a request
+  that is not streamed; a streamed one has had its 200 already and gets the error in the stream.
 - ``POST /v1/embeddings``: the deployment's embedder, the one the workspace's documents are embedded with.
 
 Every turn runs through the server these routes are mounted in, with the caller's own key (see

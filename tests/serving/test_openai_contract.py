@@ -29,6 +29,7 @@ with contextlib.suppress(ImportError):  # the keyed dev server's own fixture, wh
     from tests.security.conftest import linked_site  # noqa: F401
 from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
 from tests.serving.test_openai_api import make_workspace, sdk
+from workspace_agent.core.context import QUERY_REFUSAL
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
@@ -452,3 +453,16 @@ async def test_a_prompted_model_reads_the_clients_tools_in_its_catalog(secured_s
     sent = llm.requests[-1]
     assert "tools" not in sent and "lookup_capital" in sent["messages"][0]["content"]
     assert "save_note" not in sent["messages"][0]["content"], "no tool of the workspace's is described"
+
+
+async def test_a_query_workspace_still_refuses_without_documents(secured_server, llm, workspace):  # noqa: F811
+    """A client's tools do not turn a query workspace (answers only from its documents) into an agent."""
+    await make_workspace(secured_server, "alice", workspace, chat_mode="query")
+    llm.reset()
+    done = await sdk(secured_server, "alice").chat.completions.create(
+        model=workspace,
+        messages=QUESTION,
+        tools=[LOOKUP],  # type: ignore[list-item]
+    )
+    assert done.choices[0].message.content == QUERY_REFUSAL and not done.choices[0].message.tool_calls
+    assert llm.requests == [], "the model was not asked"

@@ -111,3 +111,14 @@ def test_client_tools_and_response_format_are_a_runs_never_an_assistants():
             check_assistant_context({name: value}, "agent", "alice")
     with pytest.raises(ContextError, match="together"):
         Context(client_tools={"functions": [LOOKUP]}, response_format={"type": "json_object"})
+
+
+def test_the_choice_says_which_calls_a_prompted_reply_must_be():
+    two = [LOOKUP, {**LOOKUP, "name": "other"}]
+    assert ClientTools(functions=two, choice="required").forced == {"lookup", "other"}  # type: ignore[arg-type]
+    assert ClientTools(functions=two, choice="other").forced == {"other"}  # type: ignore[arg-type]
+    assert ClientTools(functions=two).forced == frozenset()  # type: ignore[arg-type]
+    assert ClientTools(functions=two, choice="other").openai_choice() == {  # type: ignore[arg-type]
+        "type": "function",
+        "function": {"name": "other"},
+    }
