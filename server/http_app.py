@@ -36,6 +36,7 @@ def _application_class() -> type[Starlette]:
 app = _application_class()(
     routes=[
         Mount("/v1", routes=openai_routes),
+        Mount("/api/v1/openai", routes=openai_routes),  # where AnythingLLM serves it; before /api/v1
         Mount("/api/v1", routes=[*anythingllm_routes, *document_routes]),
         Route("/api/ping", anythingllm_ping, methods=["GET"]),  # AnythingLLM's, outside /api/v1
     ]

@@ -26,7 +26,10 @@ from __future__ import annotations
 import re
 import uuid
 
-from tests.security.conftest import secured_server  # noqa: F401 - the keyed dev server
+import openai
+import pytest
+
+from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
 from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
 from tests.serving.test_anythingllm_api import api, events, make_workspace, prompt_text
 from workspace_agent.samples.scripted_model import text_reply
@@ -327,3 +330,25 @@ async def an_integration(url: str, llm) -> None:
 
 async def test_an_integration_from_the_openapi_examples(secured_server, llm):  # noqa: F811
     await an_integration(secured_server, llm)
+
+
+async def test_the_openai_routes_answer_where_anythingllm_serves_them(secured_server, llm, workspace):  # noqa: F811
+    """``/api/v1/openai/models`` and ``chat/completions`` (``server/endpoints/api/openai/index.js``).
+
+    The same OpenAI-compatible routes as ``/v1``, for clients configured with AnythingLLM's path.
+    """
+    await make_workspace(secured_server, "alice", workspace)
+    client = openai.AsyncOpenAI(
+        base_url=f"{secured_server}/api/v1/openai", api_key=KEYS["alice"], max_retries=0
+    )
+    models = await client.models.list()
+    assert workspace in [m.id for m in models.data] and all(m.object == "model" for m in models.data)
+    llm.reset()
+    llm.push(text_reply("Lisbon."))
+    reply = await client.chat.completions.create(
+        model=workspace, messages=[{"role": "user", "content": "Where is the sales plan set?"}]
+    )
+    assert reply.choices[0].message.content == "Lisbon." and reply.model == workspace
+    stranger = openai.AsyncOpenAI(base_url=f"{secured_server}/api/v1/openai", api_key="nope", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        await stranger.models.list()
