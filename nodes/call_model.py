@@ -244,5 +244,6 @@ def route_after_model(
     if not isinstance(last, AIMessage) or for_client:
         return "finish"
     if last.tool_calls or last.invalid_tool_calls:
-        return "finish" if state.get("stop_reason") in ("max_tokens", "max_tool_calls") else "approve"
+        ended = ("max_tokens", "max_tool_calls", "tool_calls")  # cut off, out of budget, or the client's
+        return "finish" if state.get("stop_reason") in ended else "approve"
     return "check_figures"

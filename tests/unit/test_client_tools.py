@@ -41,6 +41,8 @@ def test_a_client_run_never_routes_to_approval():
     assert route_after_model(answer, runtime(response_format={"type": "json_object"})) == "finish"
     assert route_after_model(answer, runtime()) == "check_figures"
     assert route_after_model(state) == "approve"  # called without a runtime, as before
+    handed: Any = {**state, "stop_reason": "tool_calls"}
+    assert route_after_model(handed) == "finish"  # the hand-back ends the turn even without the context
 
 
 def test_only_calls_of_the_clients_tools_are_handed_back():
