@@ -11,7 +11,6 @@ real ``openai`` SDK and LangChain's ``ChatOpenAI`` against the real dev server (
 
 from __future__ import annotations
 
-import contextlib
 import json
 
 import httpx
@@ -24,9 +23,6 @@ from langgraph_sdk import get_client
 from pydantic import BaseModel, SecretStr
 
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
-
-with contextlib.suppress(ImportError):  # the keyed dev server's own fixture, where its conftest has one
-    from tests.security.conftest import linked_site  # noqa: F401
 from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
 from tests.serving.test_openai_api import make_workspace, sdk
 from workspace_agent.core.context import QUERY_REFUSAL
