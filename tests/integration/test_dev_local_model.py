@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import openai
 import pytest
 from langgraph_sdk import get_client
 
@@ -31,6 +32,15 @@ MODEL_SETTINGS = (
     "DATABASE_URL",
     "EMBEDDING_MODEL",
 )
+
+
+#: The JSON schema a ``/v1`` client asks the local model's reply to follow.
+PLACE = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+    "required": ["city", "country"],
+    "additionalProperties": False,
+}
 
 
 def bare_env() -> dict[str, str]:
@@ -108,6 +118,17 @@ async def test_dev_server_without_settings_answers_from_the_local_model(tmp_path
         assert json.loads(done.stdout.strip().splitlines()[-1])["answer"].strip()
         assert find_shared_model() == model
         assert len(model_server_processes()) == 1, model_server_processes()
+
+        # /v1 with a JSON schema: llama.cpp turns the response_format into a grammar, so the reply parses.
+        client_v1 = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0)
+        shaped = await client_v1.chat.completions.create(
+            model="default",
+            messages=[{"role": "user", "content": "Name a city in Portugal and its country."}],
+            response_format={"type": "json_schema", "json_schema": {"name": "place", "schema": PLACE}},
+            max_tokens=60,
+        )
+        place = json.loads(shaped.choices[0].message.content or "")
+        assert set(place) == {"city", "country"} and all(isinstance(v, str) for v in place.values()), place
     finally:
         stop_process(proc)
         stop_shared_model()
