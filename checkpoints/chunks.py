@@ -22,10 +22,13 @@ from psycopg.types.json import Jsonb
 from .db import DictConnection, connection, ensure_schema, resolve_url
 from .vectors import (
     EF_SEARCH,
+    HYBRID_DEPTH,
+    TEXT_SEARCH_CONFIG,
     EmbeddingMismatch,
     Space,
     as_vector_text,
     ensure_hnsw_index,
+    hybrid_search_sql,
     require_space,
     search_sql,
 )
@@ -70,6 +73,11 @@ SCHEMA: list[LiteralString] = [
     "CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id)",
     # Lets the planner answer a small workspace exactly (its rows, sorted) instead of walking a shared graph.
     "CREATE INDEX IF NOT EXISTS chunks_workspace ON chunks (workspace)",
+    # The words of each chunk for full-text search (search_mode "hybrid"): generated, so PostgreSQL keeps it
+    # in step with the text, and existing chunks gain it when the column is added, with nothing re-embedded.
+    "ALTER TABLE chunks ADD COLUMN IF NOT EXISTS words tsvector"
+    f" GENERATED ALWAYS AS (to_tsvector('{TEXT_SEARCH_CONFIG}', text)) STORED",
+    "CREATE INDEX IF NOT EXISTS chunks_words ON chunks USING gin (words)",
 ]
 
 _COLUMNS = (
@@ -391,11 +399,14 @@ class DocumentStore:
         embedding_id: str,
         space: Space | None = None,
         ef_search: int = EF_SEARCH,
+        text: str | None = None,
     ) -> list[ChunkHit]:
         """The ``top_n`` chunks of a workspace nearest to ``vector`` by cosine distance, nearest first.
 
         Chunks of pinned documents (which go into the prompt whole) are filtered inside the scan, so they
         never take one of the ``top_n`` places. ``space``: the workspace's, when the caller has just read it.
+        With ``text`` (search mode ``hybrid``) the nearest chunks and the chunks whose words best match the
+        text are fused by reciprocal rank (``vectors.hybrid_search_sql``), best first, in one query.
 
         Raises:
             EmbeddingMismatch: The workspace's vectors came from another model or have another dimension.
@@ -413,11 +424,14 @@ class DocumentStore:
                     " set_config('hnsw.ef_search', %s, false)",
                     (str(max(ef_search, top_n)),),
                 )
-                cur = await conn.execute(
-                    search_sql(space.dimension),
-                    {"query": as_vector_text(vector), "workspace": workspace, "limit": top_n},
-                    prepare=False,
-                )
+                params = {"query": as_vector_text(vector), "workspace": workspace, "limit": top_n}
+                statement = search_sql(space.dimension)
+                if text is not None:
+                    statement = hybrid_search_sql(space.dimension)
+                    params |= {"text": text, "depth": max(HYBRID_DEPTH, top_n)}
+                cur = await conn.execute(statement, params, prepare=False)
                 rows = await cur.fetchall()
         hits = [ChunkHit(**row) for row in rows]
+        if text is not None:
+            return hits  # the fused order
         return sorted(hits, key=lambda h: h.distance)  # relaxed order: the scan may return near-ties swapped

@@ -27,6 +27,10 @@ from .db import DictConnection
 HNSW_M, HNSW_EF_CONSTRUCTION, EF_SEARCH = 16, 128, 160
 #: pgvector indexes ``vector`` up to 2000 dimensions and ``halfvec`` up to 4000.
 MAX_VECTOR_INDEX_DIM, MAX_HALFVEC_INDEX_DIM = 2000, 4000
+#: Full-text search: PostgreSQL's English configuration (stems, drops stop words; a code word like
+#: ``PELICAN-42`` is kept whole and as its parts). Candidates taken from each ranking before fusing, and the
+#: reciprocal rank fusion constant (60, as Cormack et al. and most hybrid engines use).
+TEXT_SEARCH_CONFIG, HYBRID_DEPTH, RRF_K = "english", 50, 60
 _indexed: set[tuple[str, int]] = set()
 
 
@@ -76,6 +80,46 @@ def search_sql(dimension: int) -> sql.Composed:
         " AND NOT d.pinned"
         " ORDER BY {expr} <=> {query} LIMIT %(limit)s"
     ).format(expr=expr, query=query, dim=sql.Literal(dimension))
+
+
+def hybrid_search_sql(dimension: int) -> sql.Composed:
+    """Dense and full-text rankings of a workspace's chunks fused by reciprocal rank, in one query.
+
+    Each ranking keeps its ``depth`` best; a chunk scores ``1/(RRF_K + rank)`` in each it is in, and the
+    sum orders the answer. Ranks rather than scores are fused because a cosine distance and ``ts_rank`` are
+    on unrelated scales. The person's words are matched as alternatives (any of them, not all: a question
+    names more words than a passage repeats), ranked by ``ts_rank``. The dense side repeats the HNSW
+    index's expression, as ``search_sql`` does; every chunk's cosine distance is returned, so the
+    workspace's similarity threshold applies in this mode too.
+    """
+    expr = vector_expression(dimension)
+    kind = "vector" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec"
+    query = sql.SQL("%(query)s::{}({})").format(sql.SQL(kind), sql.Literal(dimension))
+    words = sql.SQL("replace(plainto_tsquery({config}, %(text)s)::text, ' & ', ' | ')::tsquery").format(
+        config=sql.Literal(TEXT_SEARCH_CONFIG)
+    )
+    return sql.SQL(
+        "WITH dense AS ("
+        " SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM ("
+        "  SELECT c.id, {expr} <=> {query} AS distance"
+        "  FROM chunks c JOIN documents d ON d.id = c.document_id"
+        "  WHERE c.workspace = %(workspace)s AND vector_dims(c.embedding) = {dim} AND NOT d.pinned"
+        "  ORDER BY {expr} <=> {query} LIMIT %(depth)s) nearest"
+        "), asked AS (SELECT {words} AS q"
+        "), lexical AS ("
+        " SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM ("
+        "  SELECT c.id, ts_rank(c.words, asked.q) AS score"
+        "  FROM chunks c JOIN documents d ON d.id = c.document_id, asked"
+        "  WHERE c.workspace = %(workspace)s AND c.words @@ asked.q AND NOT d.pinned"
+        "  ORDER BY score DESC, c.id LIMIT %(depth)s) matching"
+        ")"
+        " SELECT c.id, c.document_id, c.ordinal, c.text, d.source, d.title, {expr} <=> {query} AS distance"
+        " FROM (SELECT id FROM dense UNION SELECT id FROM lexical) found"
+        " JOIN chunks c ON c.id = found.id JOIN documents d ON d.id = c.document_id"
+        " LEFT JOIN dense ON dense.id = c.id LEFT JOIN lexical ON lexical.id = c.id"
+        " ORDER BY COALESCE(1.0 / ({k} + dense.rank), 0) + COALESCE(1.0 / ({k} + lexical.rank), 0) DESC,"
+        " distance LIMIT %(limit)s"
+    ).format(expr=expr, query=query, dim=sql.Literal(dimension), words=words, k=sql.Literal(RRF_K))
 
 
 def as_vector_text(values: Sequence[float]) -> str:

@@ -39,6 +39,8 @@ from .settings import ModelSettings, model_settings
 #: How documents are cut and embedded unless a workspace says otherwise (AnythingLLM's defaults).
 DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_BATCH_SIZE = 1000, 20, 64
 QUERY_REFUSAL = "There is no relevant information in this workspace to answer your query."
+#: How a workspace ranks its chunks (``Context.search_mode``).
+SearchMode = Literal["dense", "hybrid"]
 #: The user of a local install: authentication off, no ``--user``. Their workspaces keep their bare names.
 LOCAL_USER = "default"
 
@@ -265,6 +267,11 @@ class Context(Settings):
     )
     similarity_threshold: Annotated[float, _range("similarity_threshold")] = Field(
         default=0.25, description="Chunks with a cosine similarity below this are dropped (0..1)."
+    )
+    search_mode: SearchMode = Field(
+        default="dense",
+        description="How chunks are ranked: dense (embeddings alone, as AnythingLLM) or hybrid (embeddings "
+        "fused with PostgreSQL full-text search, which finds exact words: codes, names, error strings).",
     )
     context_window: Annotated[int, _range("context_window")] | None = Field(
         default_factory=_deployments,

@@ -150,16 +150,22 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
         whole = {d.id for d in uploads if how[d.id] == "whole"}
         extra = sum(d.chunks for d in uploads if d.id in whole)  # their chunks never take a place
         found = await search(
-            store, ctx.documents, query, top_n=ctx.top_n + extra, threshold=ctx.similarity_threshold
+            store,
+            ctx.documents,
+            query,
+            top_n=ctx.top_n + extra,
+            threshold=ctx.similarity_threshold,
+            mode=ctx.search_mode,
         )
         cut = [text for i, text in sent.items() if how[i] == "cut"]
         hits = _not_sent(found.hits, whole, cut)[: ctx.top_n]
         dropped = _not_sent(found.dropped, whole, cut)[: ctx.top_n - len(hits)]
         context += [chunk_context(h) for h in hits]
         sources += [chunk_source(h) for h in hits]
-        outcome |= {"chunks": len(hits), "below_threshold": len(dropped)}
+        outcome |= {"chunks": len(hits), "below_threshold": len(dropped), "search_mode": ctx.search_mode}
         threshold = ctx.similarity_threshold
-        kept = f"{len(hits)} of the top {ctx.top_n} chunks at similarity ≥ {threshold:g}"
+        ranked = "by embedding and full text, fused" if ctx.search_mode == "hybrid" else "by embedding"
+        kept = f"{len(hits)} of the top {ctx.top_n} chunks ({ranked}) at similarity ≥ {threshold:g}"
         notes.append(found.problem or kept)
         if state.get("route") == "agent" and ctx.client_tools is None:  # a client's run: its tools alone
             notes.append("agent mode: the model can search for more through search_documents")

@@ -56,7 +56,7 @@ from starlette.routing import BaseRoute, Route
 
 from ..checkpoints.chunks import Document, DocumentStore
 from ..checkpoints.vectors import EmbeddingMismatch
-from ..core.context import document_scope
+from ..core.context import SearchMode, document_scope
 from ..nodes.uploads import MIME_SUFFIXES, upload_limit
 from ..providers.tokens import count as token_count
 from ..providers.tokens import ensure_tokenizer
@@ -630,7 +630,9 @@ async def vector_search(request: Request) -> Response:
         raise ApiError(400, {"message": "Query parameter cannot be empty."})
     top_n = int(_number(body.get("topN"), 1, 1000, settings.get("top_n", 4)))
     threshold = _number(body.get("scoreThreshold"), 0.0, 1.0, settings.get("similarity_threshold", 0.25))
-    found = await search(DocumentStore(), document_scope(user, slug), query, top_n=top_n, threshold=threshold)
+    mode: SearchMode = "hybrid" if settings.get("search_mode") == "hybrid" else "dense"
+    scope = document_scope(user, slug)
+    found = await search(DocumentStore(), scope, query, top_n=top_n, threshold=threshold, mode=mode)
     if found.problem and not found.hits:
         return JSONResponse({"results": [], "message": "No embeddings found for this workspace."})
     results = [

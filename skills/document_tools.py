@@ -51,7 +51,9 @@ def document_tools(workspace: str, store: DocumentStore | None = None) -> list[B
         Pinned documents are already in your context and are not searched again.
         """
         ctx = live_settings()
-        found = await search(store, workspace, query, top_n=ctx.top_n, threshold=ctx.similarity_threshold)
+        found = await search(
+            store, workspace, query, top_n=ctx.top_n, threshold=ctx.similarity_threshold, mode=ctx.search_mode
+        )
         if found.problem:
             return f"{NO_CONTEXT} ({found.problem})", {"sources": []}
         text = _format_hits(query, found, ctx.similarity_threshold)

@@ -21,7 +21,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from ..checkpoints.chunks import ChunkHit, Document, DocumentStore, require_space
-from ..core.context import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from ..core.context import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, SearchMode
 from ..providers.embeddings import EmbeddingUnavailable, embedding_id, get_embeddings
 from ..providers.tokens import count, ensure_tokenizer
 from .loaders import UnreadableDocument
@@ -144,8 +144,20 @@ class Found:
     problem: str | None = None
 
 
-async def search(store: DocumentStore, workspace: str, query: str, *, top_n: int, threshold: float) -> Found:
-    """The ``top_n`` nearest chunks of a workspace, those below ``threshold`` dropped; pinned ones excluded.
+async def search(
+    store: DocumentStore,
+    workspace: str,
+    query: str,
+    *,
+    top_n: int,
+    threshold: float,
+    mode: SearchMode = "dense",
+) -> Found:
+    """The ``top_n`` best chunks of a workspace, those below ``threshold`` dropped; pinned ones excluded.
+
+    ``mode``: ``dense`` ranks by the embedding alone; ``hybrid`` fuses it with PostgreSQL's full-text
+    ranking of the query's words, so a code word, a name or an error string the embedding blurs is found.
+    The threshold is the cosine similarity's in both.
 
     An empty workspace is answered without embedding the query. A missing embedding model is reported in
     ``problem`` (chat goes on without documents); a workspace embedded by another model raises.
@@ -162,7 +174,8 @@ async def search(store: DocumentStore, workspace: str, query: str, *, top_n: int
         return Found(problem=f"workspace {workspace!r} has documents but they cannot be searched: {exc}")
     require_space(workspace, known, space)
     vector = await embeddings.aembed_query(query)
-    hits = await store.search(workspace, vector, top_n, embedding_id=space, space=known)
+    text = query if mode == "hybrid" else None
+    hits = await store.search(workspace, vector, top_n, embedding_id=space, space=known, text=text)
     return Found(
         hits=[h for h in hits if h.similarity >= threshold],
         dropped=[h for h in hits if h.similarity < threshold],

@@ -144,7 +144,12 @@ async def test_chat_retrieval_keeps_top_n_above_threshold_and_pinned_documents_w
     assert all(c["text"] in system for c in expected)
     assert order[2][1]["text"] not in system, "the chunk below the threshold is dropped"
     b8 = decisions_of(out, "B8")[0]
-    assert b8["outcome"] == {"pinned": ["timetable.md"], "chunks": 2, "below_threshold": 1}
+    assert b8["outcome"] == {
+        "pinned": ["timetable.md"],
+        "chunks": 2,
+        "below_threshold": 1,
+        "search_mode": "dense",
+    }
 
 
 async def test_query_mode_refuses_without_a_match_and_answers_with_sources_with_one(
@@ -202,9 +207,12 @@ async def test_the_agent_search_tool_drops_below_threshold_and_honours_pins(
     assert out["route"] == "agent" and out["stop_reason"] == "answered"
     assert PINNED_SENTENCE in system_text(embed.requests[0]), "agent mode: pinned documents are in context"
     b8 = decisions_of(out, "B8")[0]
-    assert b8["outcome"] == {"pinned": ["timetable.md"], "chunks": 2, "below_threshold": 1}, (
-        "agent mode gets the chunks chat would"
-    )
+    assert b8["outcome"] == {
+        "pinned": ["timetable.md"],
+        "chunks": 2,
+        "below_threshold": 1,
+        "search_mode": "dense",
+    }, "agent mode gets the chunks chat would"
     assert "search_documents" in b8["why"]
     first_user = embed.requests[0]["messages"][-1]["content"]
     assert all(c["text"] in first_user for c in kept) and dropped["text"] not in first_user
