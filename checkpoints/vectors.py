@@ -82,6 +82,13 @@ def search_sql(dimension: int) -> sql.Composed:
     ).format(expr=expr, query=query, dim=sql.Literal(dimension))
 
 
+def words_query() -> sql.Composed:
+    """The ``%(text)s`` parameter as a full-text query matching any of its words (stemmed, stop words out)."""
+    return sql.SQL("replace(plainto_tsquery({config}, %(text)s)::text, ' & ', ' | ')::tsquery").format(
+        config=sql.Literal(TEXT_SEARCH_CONFIG)
+    )
+
+
 def hybrid_search_sql(dimension: int) -> sql.Composed:
     """Dense and full-text rankings of a workspace's chunks fused by reciprocal rank, in one query.
 
@@ -95,9 +102,6 @@ def hybrid_search_sql(dimension: int) -> sql.Composed:
     expr = vector_expression(dimension)
     kind = "vector" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec"
     query = sql.SQL("%(query)s::{}({})").format(sql.SQL(kind), sql.Literal(dimension))
-    words = sql.SQL("replace(plainto_tsquery({config}, %(text)s)::text, ' & ', ' | ')::tsquery").format(
-        config=sql.Literal(TEXT_SEARCH_CONFIG)
-    )
     return sql.SQL(
         "WITH dense AS ("
         " SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM ("
@@ -119,7 +123,7 @@ def hybrid_search_sql(dimension: int) -> sql.Composed:
         " LEFT JOIN dense ON dense.id = c.id LEFT JOIN lexical ON lexical.id = c.id"
         " ORDER BY COALESCE(1.0 / ({k} + dense.rank), 0) + COALESCE(1.0 / ({k} + lexical.rank), 0) DESC,"
         " distance LIMIT %(limit)s"
-    ).format(expr=expr, query=query, dim=sql.Literal(dimension), words=words, k=sql.Literal(RRF_K))
+    ).format(expr=expr, query=query, dim=sql.Literal(dimension), words=words_query(), k=sql.Literal(RRF_K))
 
 
 def as_vector_text(values: Sequence[float]) -> str:
