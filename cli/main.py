@@ -67,8 +67,31 @@ def _parser() -> argparse.ArgumentParser:
     edit.add_argument("content")
     delete = memory_sub.add_parser("delete", help="forget a memory")
     delete.add_argument("memory_id", type=int)
+    watched = sub.add_parser("watch", help="folders a workspace follows: add, list, remove, run the watcher")
+    watch_sub = watched.add_subparsers(dest="watch_action", required=True)
+    watch_add = watch_sub.add_parser("add", help="follow a folder under DOCUMENT_ROOTS, and sync it now")
+    watch_add.add_argument("path")
+    watch_remove = watch_sub.add_parser("remove", help="stop following a folder (its documents stay)")
+    watch_remove.add_argument("path")
+    watch_sub.add_parser("list", help="the folders --user's workspaces follow (all unless --workspace)")
+    watch_run = watch_sub.add_parser("run", help="sync every watched folder now and every WATCH_INTERVAL")
+    watch_run.add_argument("--once", action="store_true", help="one pass, then exit")
+    watch_run.add_argument("--interval", type=float, help="seconds between passes (WATCH_INTERVAL, 15)")
     assistants.add_parser(sub)
     return parser
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from . import watching
+
+    if args.watch_action == "add":
+        return watching.add_command(args.path, args.workspace, args.user, console)
+    if args.watch_action == "remove":
+        return watching.remove_command(args.path, args.workspace, args.user, console)
+    if args.watch_action == "list":
+        workspace = args.workspace if args.workspace != "default" else None
+        return watching.list_command(workspace, args.user, console)
+    return watching.run_command(console, once=args.once, interval=args.interval)
 
 
 def _documents(args: argparse.Namespace) -> int:
@@ -162,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
             return _memory(args)
         if args.command in ("ingest", "docs"):
             return _documents(args)
+        if args.command == "watch":
+            return _watch(args)
         if args.command == "db":
             return _db(args.action)
         if args.command == "model":

@@ -12,7 +12,9 @@ server resume each other's threads. This launcher wires it to the project:
 - ``SERVE_INSTANCES`` uvicorn processes on consecutive ports from ``SERVE_PORT`` (2026), each restarted if it
   dies;
 - the memory graph on the server's cron every ``MEMORY_EXTRACTION_INTERVAL`` (``memory_cron.py``), created
-  as the deployment's service identity, whose key the instances get and no client holds.
+  as the deployment's service identity, whose key the instances get and no client holds;
+- the folder watcher (``graphs/watch.py``: ``workspace-agent watch run``) as a job of its own, restarted if
+  it dies, unless ``WATCH_INTERVAL=off``.
 
 The model is whatever the graphs are configured for (``OPENAI_BASE_URL`` …, else the local model).
 """
@@ -179,6 +181,14 @@ def instance_env(
     return env
 
 
+def start_watcher(env: dict[str, str], log_dir: Path | None) -> subprocess.Popen | None:
+    """The folder watcher beside the instances, in their environment; ``None`` when switched off."""
+    if env.get("WATCH_INTERVAL", "").strip().lower() == "off":
+        return None
+    log = (log_dir / "watch.log").open("a") if log_dir else None
+    return _spawn([sys.executable, "-m", "workspace_agent.cli.main", "watch", "run"], env, log, ROOT)
+
+
 def schedule_memories(url: str, db_url: str, interval: str | None, service: str) -> str:
     """Create or update the memory cron under an advisory lock shared by every launcher of this database.
 
@@ -245,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    redis_proc, instances = None, []
+    redis_proc, instances, watcher = None, [], None
     try:
         db_url = database_url()
         plan = plan_pools(_max_connections(db_url), args.instances)
@@ -274,9 +284,14 @@ def main(argv: list[str] | None = None) -> int:
         for instance in instances[1:]:
             instance.wait_healthy()
         _say(schedule_memories(instances[0].url, db_url, interval, service))
+        watcher = start_watcher(env, args.log_dir)
+        _say("watched folders: " + ("every WATCH_INTERVAL" if watcher else "off (WATCH_INTERVAL=off)"))
         print(f"ready: {' '.join(i.url for i in instances)}", flush=True)
         down: set[int] = set()
         while not stopping:
+            if watcher is not None and watcher.poll() is not None and not stopping:
+                _say(f"the folder watcher exited with {watcher.returncode}; restarting")
+                watcher = start_watcher(env, args.log_dir)
             for instance in instances:
                 code = instance.proc.poll() if instance.proc else None
                 if code is None or instance.index in down or stopping:
@@ -293,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"error: {exc}")
         return 1
     finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.terminate()
+            watcher.wait(STOP_TIMEOUT)
         for instance in instances:
             instance.stop()
         if redis_proc is not None:

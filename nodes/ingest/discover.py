@@ -17,7 +17,7 @@ from ...skills.documents import embedder
 from ...skills.loaders import SUPPORTED_SUFFIXES, OutsideRoots, document_roots, inside_roots
 
 
-def _walk(paths: list[str], roots: list[Path]) -> tuple[list[str], list[dict[str, str]], int]:
+def walk(paths: list[str], roots: list[Path]) -> tuple[list[str], list[dict[str, str]], int]:
     """Supported files under ``paths`` (hidden ones skipped), the failures, and how many were skipped.
 
     Every path, and every file found in a folder, is resolved and checked against the documents roots
@@ -71,7 +71,7 @@ async def discover(
     _, space = await embedder()
     await DocumentStore().check_space(ctx.documents, space)
     roots = await asyncio.to_thread(document_roots, extra_roots)
-    files, failed, skipped = await asyncio.to_thread(_walk, list(state.get("paths") or []), roots)
+    files, failed, skipped = await asyncio.to_thread(walk, list(state.get("paths") or []), roots)
     why = f"{len(files)} file(s) to ingest into {ctx.workspace!r} with {space}"
     if skipped:
         why += f"; {skipped} file(s) of unsupported types in folders skipped"
