@@ -268,6 +268,11 @@ class Context(Settings):
     similarity_threshold: Annotated[float, _range("similarity_threshold")] = Field(
         default=0.25, description="Chunks with a cosine similarity below this are dropped (0..1)."
     )
+    clarifying_questions: bool = Field(
+        default=True,
+        description="Offer the agent the ask_person tool: it may pause the turn to ask the person a question "
+        "(free text or a choice) and go on with the answer. Off for runs nobody can answer.",
+    )
     search_mode: SearchMode = Field(
         default="dense",
         description="How chunks are ranked: dense (embeddings alone, as AnythingLLM) or hybrid (embeddings "

@@ -37,6 +37,7 @@ from ..core.context import Context
 from ..core.conversation import EXECUTED_PREFIX, call_key, message_text, results_in_words, turn_start
 from ..core.figures import shown, turn_sources, unsupported
 from ..core.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
+from ..core.question import ASK_TOOL, checked_answer, question_request
 from ..core.state import AgentState, Decision, decision, fork_of
 from ..providers.prompted.catalog import acts, strings
 from .services import Services, Toolset
@@ -244,6 +245,38 @@ async def check_grants(calls: list[ToolCall], ctx: Context, toolset: Toolset, re
     return Step([], run, rest, notes)
 
 
+def ask_questions(calls: list[ToolCall]) -> Step:
+    """Q1: an ``ask_person`` call is answered by the person, one question interrupt per call, in call order.
+
+    The question interrupt is its own kind (``core.question``), asked before any approval card of the same
+    reply. A resume value that does not answer it (no text, not one of the choices) asks the same question
+    again with the error. The answer is the call's result, a source the figure check (G3) accepts; it is
+    marked as run, so the same question repeated in the turn gets the same answer without asking again.
+    """
+    answered: list[ToolMessage] = []
+    rest: list[ToolCall] = []
+    notes: list[Decision] = []
+    for call in calls:
+        if call["name"] != ASK_TOOL:
+            rest.append(call)
+            continue
+        error = None
+        while True:
+            request = question_request(call["id"] or "", call["args"], error)
+            try:
+                answer = checked_answer(interrupt(request), request)
+                break
+            except ResumeError as exc:
+                error = str(exc)
+        message = ToolMessage(
+            answer, tool_call_id=call["id"], name=ASK_TOOL, id=f"{EXECUTED_PREFIX}{call['id']}"
+        )
+        answered.append(message)
+        why = f"asked {request['question']!r}; the person answered"
+        notes.append(decision("Q1", "person", {call["id"]: "answered"}, why))
+    return Step(answered, [], rest, notes)
+
+
 async def ask_person(calls: list[ToolCall], ctx: Context, toolset: Toolset, records: Records) -> Step:
     """Ask a person about every call still open, in one interrupt; approve, edit or reject each as answered.
 
@@ -376,15 +409,17 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
     written = check_written_figures(valid.rest, state, toolset)
     # 3. Budget: only as many valid calls as the turn may still make
     budget = check_budget(written.rest, ctx.max_tool_calls - state.get("tool_calls_made", 0))
-    # 4. Policy: auto-approved calls run unasked
-    policy = check_policy(budget.rest, ctx, toolset)
-    # 5. Remembered grants: "always allow" waives the question, but not the floor or the run's also_ask
+    # 4. Questions: the person answers the model's ask_person calls (Q1), before any approval card
+    asked = ask_questions(budget.rest)
+    # 5. Policy: auto-approved calls run unasked
+    policy = check_policy(asked.rest, ctx, toolset)
+    # 6. Remembered grants: "always allow" waives the question, but not the floor or the run's also_ask
     grants = await check_grants(policy.rest, ctx, toolset, services.records)
-    # 6. A person: one question for all the calls still open
+    # 7. A person: one approval card for all the calls still open
     person = await ask_person(grants.rest, ctx, toolset, services.records)
-    # 7. The update, from the steps' results, each round in the order of the model's calls
-    screened = in_call_order(ai.tool_calls, valid, written, budget)
-    allowed = in_call_order(budget.rest, policy, grants)
+    # 8. The update, from the steps' results, each round in the order of the model's calls
+    screened = in_call_order(ai.tool_calls, valid, written, budget, asked)
+    allowed = in_call_order(asked.rest, policy, grants)
     answers = [*screened.answered, *person.answered]
     approved = {c["id"]: c for c in [*allowed.run, *person.run]}
     calls = [approved.get(c["id"], c) for c in ai.tool_calls]

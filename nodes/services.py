@@ -13,8 +13,10 @@ from ..checkpoints.chatlog import Records
 from ..checkpoints.chunks import DocumentStore
 from ..checkpoints.memories import PostgresMemories
 from ..core.context import Context, MemoryContext, document_scope
+from ..core.question import ASK_TOOL
 from ..core.settings import ModelSettings, model_settings
 from ..providers.chat.models import chat_model
+from ..skills.ask import ask_person_tool
 from ..skills.builtin import builtin_tools
 from ..skills.mcp import load_mcp
 from ..skills.sql import sql_tools
@@ -34,7 +36,12 @@ class Toolset:
 
 
 def chosen(context: Context, name: str) -> bool:
-    """Whether the workspace offers the tool: in its ``tools`` (unset: all) and not in ``without_tools``."""
+    """Whether the workspace offers the tool: in its ``tools`` (unset: all) and not in ``without_tools``.
+
+    ``ask_person`` also needs ``clarifying_questions``: a run nobody answers switches it off.
+    """
+    if name == ASK_TOOL and not context.clarifying_questions:
+        return False
     if context.tools is not None and not any(fnmatchcase(name, p) for p in context.tools):
         return False
     return not any(fnmatchcase(name, p) for p in context.without_tools)
@@ -78,7 +85,7 @@ class Services:
             summaries = summary_tools(scope, self.documents, self.chat_model)
             # the deployment's outward tools: web_search and sql_* only when it configured them; all ask
             outward = [*web_tools(), *web_search_tools(), *sql_tools()]
-            self._builtins[key] = [*tools, *summaries, *outward]
+            self._builtins[key] = [*tools, *summaries, ask_person_tool(), *outward]
         return self._builtins[key]
 
     def chat_model(self, context: Context) -> BaseChatModel:
