@@ -1,8 +1,8 @@
-"""The CLI's conversation: a turn streamed to the terminal, approval cards as questions, ``chat`` and ``ask``.
+"""The CLI's conversation: a turn streamed to the terminal, interrupts answered there, ``chat`` and ``ask``.
 
 ``main`` parses the command line and builds the context; this module runs turns of the agent graph with
-it, on the PostgreSQL saver and the model the session chose (``cli.endpoint``), and turns the graph's
-approval interrupt into a question at the terminal.
+it, on the PostgreSQL saver and the model the session chose (``cli.endpoint``), and answers the graph's
+interrupts at the terminal: an approval card per call, or the model's own question (``ask_person``).
 While a turn shows nothing yet, a status line on stderr says what it is doing (``cli.activity``).
 """
 
@@ -46,8 +46,23 @@ def _edited_args(current: dict[str, Any]) -> dict[str, Any]:
         err.print(f"[red]the arguments must be a JSON object {{...}}, not {type(args).__name__}[/]")
 
 
+def _answer_question(request: dict[str, Any]) -> dict[str, Any]:
+    """Show the model's question (``ask_person``) and take the answer, one of its choices if it has some."""
+    choices = request.get("choices") or None
+    console.print(Panel(request["question"], title="The model asks you", border_style="cyan"))
+    if choices:
+        numbered = {str(i): c for i, c in enumerate(choices, start=1)}
+        for key, choice in numbered.items():
+            console.print(f"  {key}. {choice}", highlight=False)
+        picked = Prompt.ask("your choice", choices=[*numbered, *choices], console=console)
+        return {"answer": numbered.get(picked, picked)}
+    return {"answer": Prompt.ask("your answer", console=console)}
+
+
 def _ask_person(request: dict[str, Any]) -> dict[str, Any]:
-    """Show each approval card and collect the person's decision for it."""
+    """Answer the interrupt at the terminal: a question of the model, or the approval cards of its calls."""
+    if request.get("type") == "question":
+        return _answer_question(request)
     decisions = []
     for action in request["action_requests"]:
         where = f" on MCP server [bold]{action['server']}[/]" if action.get("server") else ""
@@ -185,6 +200,8 @@ def _non_interactive(yes: bool):  # noqa: ANN202 - a decision function
     """``ask``'s answer to an approval card: approve all with ``--yes``, ask at a terminal, else reject."""
 
     def approve(request: dict) -> dict:
+        if request.get("type") == "question":
+            return _answer_question(request)  # ``ask`` offers the tool only at a terminal
         if yes:
             return {"decisions": [{"type": "approve"} for _ in request["action_requests"]]}
         if sys.stdin.isatty():
@@ -200,7 +217,12 @@ def _non_interactive(yes: bool):  # noqa: ANN202 - a decision function
 
 
 async def ask(graph: Any, config: dict, context: Context, question: str, *, yes: bool, as_json: bool) -> int:
-    """One question, its answer printed (or the whole turn as JSON), approvals per ``--yes``."""
+    """One question, its answer printed (or the whole turn as JSON), approvals per ``--yes``.
+
+    Without a terminal nobody can answer a question of the model, so ``ask_person`` is not offered then.
+    """
+    if not sys.stdin.isatty():
+        context = context.model_copy(update={"clarifying_questions": False})
     payload = {"messages": [{"role": "user", "content": question}]}
     values = await _turn(graph, payload, config, context, show=False, approve=_non_interactive(yes))
     answer = values["messages"][-1].content

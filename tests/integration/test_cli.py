@@ -98,3 +98,33 @@ def test_ingest_and_docs_commands(database_url, tmp_path):
     assert docs("docs", "remove", "no-such-doc").returncode == 1
     assert docs("docs", "remove", "notes.md").returncode == 0
     assert "notes.md" not in docs("docs", "list").stdout
+
+
+def test_chat_answers_the_models_question_at_the_terminal(database_url, tmp_path, llm):
+    """``ask_person`` at the terminal: the question, its numbered choices; the pick is the call's result."""
+    from workspace_agent.samples.scripted_model import text_reply, tool_reply
+
+    question = {"question": "Which office should the trip go to?", "choices": ["Lisbon", "Porto"]}
+    llm.push(tool_reply(("ask_person", question)), text_reply("Booked for Porto."))
+    env = {**os.environ, "DATABASE_URL": database_url, "COLUMNS": "120", "OPENAI_BASE_URL": llm.base_url}
+    env |= {"OPENAI_API_KEY": "test", "CHAT_MODEL": "scripted"}
+    child = pexpect.spawn(
+        CLI, ["--workspace", "cli-question", "chat"], env=env, cwd=str(tmp_path), encoding="utf-8", timeout=60
+    )
+    try:
+        child.expect("you")
+        child.sendline("book my trip")
+        child.expect("The model asks you")
+        child.expect("Which office should the trip go to")
+        child.expect("2. Porto")
+        child.expect("your choice")
+        child.sendline("2")
+        child.expect("Booked for Porto.")
+        child.expect("you")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    results = [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results == ["Porto"]
