@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
@@ -18,6 +18,7 @@ from ..core.conversation import (
     message_text,
     turn_start,
 )
+from ..core.question import ASK_TOOL, ResumeError, checked_answer, question_request
 from ..core.state import AgentState, Decision, decision
 from .services import Services
 
@@ -75,6 +76,56 @@ def _abandoned(earlier: list, dispatched: list) -> list[Decision]:
 
 
 NOT_A_TURN = "a turn starts with a user message: send {'role': 'user', 'content': '...'}"
+#: How Agent Chat UI's made-up results for calls left without one start their ids
+#: (``ensureToolCallsHaveResponses`` of its ``src/lib/ensure-tool-responses.ts``), sent before typed text.
+FILLER_PREFIX = "do-not-render-"
+UNDECIDED = "Not run: the person sent a message instead of deciding on this call."
+
+
+def _typed_answer(messages: list) -> tuple[list, list, list[Decision]] | None:
+    """A question of the model answered by typing, as Agent Chat UI sends it; ``None`` for anything else.
+
+    Its generic interrupt view shows the question and offers no input: the person types the answer as a
+    new message, which the UI sends after a made-up result for every call of the waiting reply. The typed
+    text becomes the first waiting ``ask_person`` call's result (checked as a resume value would be), the
+    other calls are answered as not run, and the turn of the question goes on instead of a new one starting.
+
+    Returns the messages as the continued turn has them, the update that makes them so, and the trace.
+    """
+    if len(messages) < 3 or not isinstance(messages[-1], HumanMessage):
+        return None
+    fillers: list[ToolMessage] = []
+    for message in reversed(messages[:-1]):
+        if not (isinstance(message, ToolMessage) and (message.id or "").startswith(FILLER_PREFIX)):
+            break
+        fillers.insert(0, message)
+    before = messages[: len(messages) - 1 - len(fillers)]
+    asked = before[-1] if before else None
+    if not fillers or not isinstance(asked, AIMessage):
+        return None
+    calls = {c["id"]: c for c in asked.tool_calls}
+    waiting = [calls[f.tool_call_id] for f in fillers if f.tool_call_id in calls]
+    question = next((c for c in waiting if c["name"] == ASK_TOOL), None)
+    if question is None:
+        return None
+    typed = message_text(messages[-1]).strip()
+    try:
+        answer = checked_answer(typed, question_request(question["id"] or "", question["args"]))
+    except ResumeError as exc:
+        answer = f"The person answered {typed[:200]!r}, which does not answer the question: {exc}"
+    results = [
+        ToolMessage(answer, tool_call_id=c["id"], name=ASK_TOOL, id=f"{EXECUTED_PREFIX}{c['id']}")
+        if c["id"] == question["id"]
+        else ToolMessage(UNDECIDED, tool_call_id=c["id"], name=c["name"], status="error")
+        for c in asked.tool_calls
+    ]
+    removed = [RemoveMessage(id=m.id) for m in [*fillers, messages[-1]] if m.id]
+    why = f"asked {question['args'].get('question')!r}; the person typed the answer as a new message"
+    return (
+        [*before, *results],
+        [*removed, *results],
+        [decision("Q1", "person", {question["id"]: "answered"}, why)],
+    )
 
 
 async def _check_client_names(ctx: Context, services: Services) -> None:
@@ -112,6 +163,9 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
     """
     ctx = runtime.context
     messages = state["messages"]
+    continued = _typed_answer(messages)
+    if continued is not None:
+        return _continue(continued, state, ctx)
     at = turn_start(messages)
     new = messages[at] if messages else None
     if not isinstance(new, HumanMessage):
@@ -162,6 +216,29 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
             [*_abandoned(messages[:at], state.get("approved") or []), decision("A3", "code", chosen, why)]
         ),
         "tool_calls_made": Overwrite(0),
+        "sources": Overwrite([]),
+        "uploads": [],
+        "context": [],
+        "approved": [],
+        "offered": None,
+        "plan": {},
+        "stop_reason": None,
+    }
+
+
+def _continue(continued: tuple[list, list, list[Decision]], state: AgentState, ctx: Context) -> dict:
+    """The update that goes on with a question's turn once its answer was typed (``_typed_answer``).
+
+    The turn keeps its route, its decisions and the calls it made; what the turn gathered (context,
+    sources) is gathered again by the nodes after this one, for the same question.
+    """
+    messages, update, notes = continued
+    at = turn_start(messages)
+    why = "the answer to the turn's question arrived as a new message: the same turn goes on"
+    return {
+        "messages": [*update, *fold_update(messages[:at], ctx.history_limit)],
+        "route": state.get("route") or "agent",
+        "decisions": [*notes, decision("A3", "code", state.get("route") or "agent", why)],
         "sources": Overwrite([]),
         "uploads": [],
         "context": [],

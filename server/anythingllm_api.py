@@ -40,7 +40,9 @@ approval answers ``type: "textResponse"`` with a sentence naming the waiting cal
 The same chat route (or ``POST /workspace/{slug}/thread/{threadSlug}/approve``) with
 ``{"decisions": [{"type": "approve" | "edit" | "reject", "tool_call_id": ...}]}`` resumes the thread with
 ``Command(resume=...)``; the thread then goes on. Nothing in a request can loosen approval or name a file
-on the server: an upload is bytes only.
+on the server: an upload is bytes only. A question of the model (``ask_person``) comes back the same way:
+``textResponse`` is the question, ``pendingQuestion: {"id", "question", "choices"}`` says so, and the same
+route with ``{"answer": "..."}`` answers it.
 """
 
 from __future__ import annotations
@@ -642,6 +644,9 @@ def attachment_block(item: Any) -> dict[str, Any]:
 def chat_request(body: dict[str, Any]) -> dict[str, Any]:
     """A chat's parts, checked as AnythingLLM checks them (400 ``Message is empty`` and the like)."""
     message, mode, decisions = body.get("message") or "", body.get("mode"), body.get("decisions")
+    answer = body.get("answer")
+    if answer is not None and (not isinstance(answer, str) or not answer.strip()):
+        raise ApiError(400, abort("answer must be the text of your answer to the pending question"))
     if not isinstance(message, str):
         raise ApiError(400, abort("message must be a string"))
     if mode is not None and mode not in VALID_MODES:
@@ -655,16 +660,19 @@ def chat_request(body: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(attachments, list):
         raise ApiError(400, abort("attachments must be a list"))
     reset = body.get("reset") is True
-    if not message and not decisions and not reset:
+    if not message and not decisions and not answer and not reset:
         raise ApiError(400, abort("Message is empty"))
+    if decisions and answer:
+        raise ApiError(400, abort("send decisions or an answer, not both"))
     blocks = [attachment_block(a) for a in attachments]
-    if message and not decisions:  # the turn's message: what the graph's first node would refuse
+    if message and not decisions and not answer:  # the turn's message: what the graph's first node refuses
         check_message(message_content(message, blocks), "message")
     session = body.get("sessionId")
     return {
         "message": message,
         "mode": mode,
         "decisions": decisions,
+        "answer": answer,
         "blocks": blocks,
         "reset": reset,
         "session": "" if session in (None, "") else str(session),
@@ -678,6 +686,8 @@ def run_payload(parts: dict[str, Any], slug: str) -> dict[str, Any]:
         context["chat_mode"] = parts["mode"]
     if parts["decisions"]:
         return {"command": {"resume": {"decisions": parts["decisions"]}}, "context": context}
+    if parts["answer"]:
+        return {"command": {"resume": {"answer": parts["answer"]}}, "context": context}
     content = message_content(parts["message"], parts["blocks"])
     return {"input": {"messages": [{"role": "user", "content": content}]}, "context": context}
 
@@ -744,6 +754,31 @@ def pending_of(state: dict[str, Any]) -> dict[str, Any] | None:
                 ]
                 return {"calls": calls, "allowedDecisions": list(DECISIONS), "error": value.get("error")}
     return None
+
+
+def question_of(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The model's question the thread waits on (``ask_person``), as ``pendingQuestion``; ``None`` if none.
+
+    AnythingLLM's agent asks through its websocket (``request-user-input``); over this API the question
+    comes back like a pending approval, and the same chat route with ``{"answer": "..."}`` answers it.
+    """
+    for task in state.get("tasks") or []:
+        for interrupt in task.get("interrupts") or []:
+            value = interrupt.get("value") or {}
+            if isinstance(value, dict) and value.get("type") == "question":
+                return {
+                    "id": value.get("tool_call_id"),
+                    "question": value.get("question"),
+                    "choices": value.get("choices"),
+                    "error": value.get("error"),
+                }
+    return None
+
+
+def question_text(question: dict[str, Any]) -> str:
+    """What a client that knows nothing of questions shows: the question, its choices, how to answer."""
+    choices = f" ({' / '.join(question['choices'])})" if question.get("choices") else ""
+    return f'{question["question"]}{choices}\n\nAnswer with the same chat route and {{"answer": "..."}}.'
 
 
 def waiting_text(pending: dict[str, Any]) -> str:
@@ -855,13 +890,16 @@ def final_reply(
     ``metrics`` beside the text and sources. A refusal is its query-mode refusal (``refusal_reply``).
     """
     values = state.get("values") or {}
-    pending = pending_of(state)
-    if pending is None and refused(values):
+    pending, question = pending_of(state), question_of(state)
+    if pending is None and question is None and refused(values):
         return 200, refusal_reply(values, answer_id, streamed=False)
     reply = chat_reply(
         "textResponse", answer_of(values), answer_id=answer_id, sources=sources_of(values), metrics=metrics
     )
     reply["chatId"] = chat_id
+    if question is not None:
+        reply |= {"pendingQuestion": question, "textResponse": question_text(question)}
+        return (400, {**reply, "error": question["error"]}) if question["error"] else (200, reply)
     if pending is None:
         return 200, reply
     reply["pendingApproval"] = pending
@@ -887,7 +925,7 @@ async def start_chat(
     await caller(request)
     parts = chat_request(await read_json(request))
     slug = request.path_params["slug"]
-    resuming = bool(parts["decisions"])
+    resuming = bool(parts["decisions"] or parts["answer"])
     async with client_of(request) as client:
         assistant = await workspace(client, slug)
         key, name = (SESSION_KEY, parts["session"]) if thread_slug is None else (THREAD_KEY, thread_slug)
@@ -901,8 +939,11 @@ async def start_chat(
             thread_id = await conversation(client, slug, key, name, create=True, fresh=True)
             thread_id = thread_id if parts["message"] else None
         if resuming and thread_id is not None:
-            if pending_of(dict(await client.threads.get_state(thread_id))) is None:
+            waiting = dict(await client.threads.get_state(thread_id))
+            if parts["decisions"] and pending_of(waiting) is None:
                 raise ApiError(409, abort("Nothing in this conversation waits for approval."))
+            if parts["answer"] and question_of(waiting) is None:
+                raise ApiError(409, abort("Nothing in this conversation waits for an answer."))
     run = {"assistant_id": str(assistant.get("assistant_id") or GRAPH), **run_payload(parts, slug)}
     return parts, run, thread_id
 
@@ -930,7 +971,8 @@ async def chat_sync(request: Request, thread_slug: str | None) -> Response:
             raise ApiError(500, abort(str(error.get("message") or error.get("error") or error)))
         state: dict[str, Any] = dict(await client.threads.get_state(thread_id))
     values = state.get("values") or {}
-    chat_id = None if pending_of(state) else await logged_exchange(thread_id, values)
+    waits = pending_of(state) or question_of(state)
+    chat_id = None if waits else await logged_exchange(thread_id, values)
     await ensure_tokenizer()
     status, reply = final_reply(
         state, str(uuid.uuid4()), chat_id=chat_id, metrics=metrics_of(values, duration)
@@ -1002,7 +1044,7 @@ async def stream_events(request: Request, run: dict[str, Any], thread_id: str) -
             duration = time.monotonic() - started
             state: dict[str, Any] = dict(await client.threads.get_state(thread_id))
         values = state.get("values") or {}
-        pending = pending_of(state)
+        pending = pending_of(state) or question_of(state)
         if pending is None and refused(values) and not shown:
             yield sse(refusal_reply(values, answer_id, streamed=True))
             return
@@ -1010,9 +1052,10 @@ async def stream_events(request: Request, run: dict[str, Any], thread_id: str) -
         await ensure_tokenizer()
         metrics = metrics_of(values, duration, pieces)
         _, reply = final_reply(state, answer_id, chat_id=chat_id, metrics=metrics)
-        if reply.get("pendingApproval") or not shown:  # a waiting approval, or an answer no model wrote
+        waiting = reply.get("pendingApproval") or reply.get("pendingQuestion")
+        if waiting or not shown:  # a waiting approval or question, or an answer no model wrote
             yield sse(chunk(answer_id, reply["textResponse"]))
-        extra = {k: v for k, v in reply.items() if k == "pendingApproval"}
+        extra = {k: v for k, v in reply.items() if k in ("pendingApproval", "pendingQuestion")}
         closing = {**chunk(answer_id, ""), "sources": reply["sources"], **extra, "close": True}
         yield sse({**closing, "error": reply["error"] or False})
         final: dict[str, Any] = {

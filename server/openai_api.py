@@ -450,8 +450,11 @@ async def check_settings(assistant: Mapping[str, Any], chat: Chat) -> None:
 
 
 def run_context(chat: Chat) -> dict[str, Any]:
-    """The turn's own settings: the workspace, the request's prompt, its reply limit and temperature."""
-    context: dict[str, Any] = {"workspace": chat.workspace}
+    """The turn's own settings: the workspace, the request's prompt, its reply limit and temperature.
+
+    A stateless call has nobody to answer a question of the model, so ``ask_person`` is not offered.
+    """
+    context: dict[str, Any] = {"workspace": chat.workspace, "clarifying_questions": False}
     if chat.system is not None:
         context["system_prompt"] = chat.system
     if chat.max_tokens is not None:
