@@ -247,6 +247,10 @@ async def seed() -> None:
 # --- one turn -------------------------------------------------------------------------------------------
 
 
+#: What the bench's person says when the model asks a question (``ask_person``): no task leaves one open.
+NO_ANSWER = "Use your best judgement; I have nothing to add."
+
+
 def approve_all(request: dict[str, Any]) -> dict[str, Any]:
     """The resume that approves every pending action request."""
     return {"decisions": [{"type": "approve"} for _ in request.get("action_requests", [])]}
@@ -261,6 +265,9 @@ async def plain_turn(graph: Any, text: str, config: dict, context: Context) -> t
         if "__interrupt__" not in out:
             return out, approvals
         request = out["__interrupt__"][0].value
+        if request.get("type") == "question":  # no task needs one: answered, and read as an unneeded tool
+            payload = Command(resume={"answer": NO_ANSWER})
+            continue
         approvals += len(request.get("action_requests", []))
         payload = Command(resume=approve_all(request))
 
