@@ -34,27 +34,13 @@ from ..checkpoints.watched import WatchedFolder, WatchedFolders
 from ..core.context import IngestContext, document_scope
 from ..core.state import IngestInput
 from ..nodes.ingest.discover import walk
-from ..skills.loaders import OutsideRoots, document_roots, inside_roots
+from ..skills.loaders import OutsideRoots, document_roots, inside_roots, positive_setting
 from .ingest import build_graph
 
 logger = logging.getLogger(__name__)
 
 SETTLE_ENV, INTERVAL_ENV = "WATCH_SETTLE_SECONDS", "WATCH_INTERVAL"
-DEFAULT_SETTLE, DEFAULT_INTERVAL = 5.0, 15.0
-
-
-def _seconds(name: str, default: float) -> float:
-    """A positive number of seconds from the environment, else the default; a bad value is an error."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
-    if not value >= 0:
-        raise ValueError(f"{name} must be 0 or more seconds, got {raw!r}")
-    return value
+DEFAULT_SETTLE, DEFAULT_INTERVAL = 5, 15
 
 
 @dataclass
@@ -111,7 +97,8 @@ async def sync_folder(folder: WatchedFolder, *, now: float | None = None) -> Syn
     roots = await asyncio.to_thread(document_roots)
     files, refused, _ = await asyncio.to_thread(walk, [str(base)], roots)
     report.failed += refused
-    settle, clock = _seconds(SETTLE_ENV, DEFAULT_SETTLE), time.time() if now is None else now
+    settle = positive_setting(SETTLE_ENV, DEFAULT_SETTLE, "seconds")
+    clock = time.time() if now is None else now
     settled: list[str] = []
     for path in files:
         try:
@@ -165,7 +152,7 @@ async def watch(
 
     ``say`` gets a line per folder synced (the log's, else).
     """
-    every = _seconds(INTERVAL_ENV, DEFAULT_INTERVAL) if interval is None else interval
+    every = positive_setting(INTERVAL_ENV, DEFAULT_INTERVAL, "seconds") if interval is None else interval
     tell = say or (lambda line: logger.info("watch: %s", line))
     while True:
         reports = await sync_all()

@@ -216,6 +216,13 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
             [*_abandoned(messages[:at], state.get("approved") or []), decision("A3", "code", chosen, why)]
         ),
         "tool_calls_made": Overwrite(0),
+        **_gathered_again(),
+    }
+
+
+def _gathered_again() -> dict:
+    """What a turn gathers anew from its question: documents, uploads, offered tools, plan, stop reason."""
+    return {
         "sources": Overwrite([]),
         "uploads": [],
         "context": [],
@@ -239,11 +246,5 @@ def _continue(continued: tuple[list, list, list[Decision]], state: AgentState, c
         "messages": [*update, *fold_update(messages[:at], ctx.history_limit)],
         "route": state.get("route") or "agent",
         "decisions": [*notes, decision("A3", "code", state.get("route") or "agent", why)],
-        "sources": Overwrite([]),
-        "uploads": [],
-        "context": [],
-        "approved": [],
-        "offered": None,
-        "plan": {},
-        "stop_reason": None,
+        **_gathered_again(),
     }
