@@ -31,6 +31,21 @@ _ready: set[tuple[str, str]] = set()
 T = TypeVar("T")
 
 
+#: The project's pool per event loop, unless ``WORKSPACE_AGENT_POOL_SIZE`` says less (the launcher gives its
+#: folder watcher a small one: ``server/pools.py`` budgets every connection of a served deployment).
+POOL_SIZE_ENV, DEFAULT_POOL_SIZE = "WORKSPACE_AGENT_POOL_SIZE", 8
+
+
+def pool_size() -> int:
+    """The most connections this process's pool may hold, per event loop."""
+    raw = os.environ.get(POOL_SIZE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_POOL_SIZE
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{POOL_SIZE_ENV} must be a positive whole number of connections, got {raw!r}")
+    return int(raw)
+
+
 async def _open(url: str) -> DictPool:
     # ``check`` hands out only live connections: after the database restarts, the next query reconnects
     # instead of failing with "the connection is closed" (a round trip only for one that may be dead).
@@ -38,7 +53,7 @@ async def _open(url: str) -> DictPool:
         url,
         connection_class=DictConnection,
         min_size=1,
-        max_size=8,
+        max_size=pool_size(),
         open=False,
         kwargs={"autocommit": True, "row_factory": dict_row},
         check=check_async,

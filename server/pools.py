@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 PROJECT_POOL = 8
 """The project's pool per event loop (``checkpoints/db.py``); an Aegra instance runs one loop."""
+WATCHER_POOL = 3
+"""The folder watcher's pool: one connection holds its pass's lock, two do the work."""
 RESERVED = 20
 """Connections left for other clients of the same database."""
 AEGRA_DEFAULTS = {"sqlalchemy": 10, "overflow": 20, "langgraph": 20}

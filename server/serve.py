@@ -38,11 +38,12 @@ from typing import IO
 import httpx
 import psycopg
 
+from ..checkpoints.db import POOL_SIZE_ENV
 from ..checkpoints.embedded import database_url
 from ..providers.paths import data_home
 from .auth import SERVICE_KEY_ENV
 from .memory_cron import ensure_memory_cron, scheduler_env, service_key
-from .pools import PoolPlan, plan_pools
+from .pools import RESERVED, WATCHER_POOL, PoolPlan, plan_pools
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 120.0
@@ -183,10 +184,16 @@ def instance_env(
 
 def start_watcher(env: dict[str, str], log_dir: Path | None) -> subprocess.Popen | None:
     """The folder watcher beside the instances, in their environment; ``None`` when switched off."""
-    if env.get("WATCH_INTERVAL", "").strip().lower() == "off":
+    if not watching():
         return None
     log = (log_dir / "watch.log").open("a") if log_dir else None
-    return _spawn([sys.executable, "-m", "workspace_agent.cli.main", "watch", "run"], env, log, ROOT)
+    own = {**env, POOL_SIZE_ENV: str(WATCHER_POOL)}  # budgeted in the plan (watching())
+    return _spawn([sys.executable, "-m", "workspace_agent.cli.main", "watch", "run"], own, log, ROOT)
+
+
+def watching() -> bool:
+    """Whether the launcher runs the folder watcher: unless ``WATCH_INTERVAL=off``."""
+    return os.environ.get("WATCH_INTERVAL", "").strip().lower() != "off"
 
 
 def schedule_memories(url: str, db_url: str, interval: str | None, service: str) -> str:
@@ -258,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     redis_proc, instances, watcher = None, [], None
     try:
         db_url = database_url()
-        plan = plan_pools(_max_connections(db_url), args.instances)
+        reserved = RESERVED + (WATCHER_POOL if watching() else 0)
+        plan = plan_pools(_max_connections(db_url), args.instances, reserved)
         redis_url = os.environ.get("REDIS_URL")
         if not redis_url:
             try:

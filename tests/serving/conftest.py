@@ -145,6 +145,8 @@ def _launch(
         "CHAT_MODEL": "scripted",
         "SERVE_LOG_DIR": str(log_dir),
         "MEMORY_EXTRACTION_INTERVAL": "off",
+        # many launchers share the test database: the folder watcher only where a test asks for it
+        "WATCH_INTERVAL": "off",
         "LOG_LEVEL": "WARNING",
     }
     served = Served(python, log_dir, base | env, instances, port or free_port(instances))
