@@ -34,8 +34,15 @@ from ..core.approval import (
     checked_decisions,
 )
 from ..core.context import Context
-from ..core.conversation import EXECUTED_PREFIX, call_key, message_text, results_in_words, turn_start
-from ..core.figures import shown, turn_sources, unsupported
+from ..core.conversation import (
+    EXECUTED_PREFIX,
+    call_key,
+    message_text,
+    results_in_words,
+    turn_question,
+    turn_start,
+)
+from ..core.figures import figures, shown, turn_sources, unsupported
 from ..core.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
 from ..core.question import ASK_TOOL, checked_answer, question_request
 from ..core.state import AgentState, Decision, decision, fork_of
@@ -178,21 +185,69 @@ def check_written_figures(calls: list[ToolCall], state: AgentState, toolset: Too
     answered: list[ToolMessage] = []
     rest: list[ToolCall] = []
     notes: list[Decision] = []
+    asked = turn_question(messages)
+    computed, inputs = calculations(turn, figures(message_text(asked)) if asked else set())
     for call in calls:
         tool = toolset.tools.get(call["name"])
-        stray = unsupported(" ".join(strings(call["args"])), sources) if tool and acts(tool) else []
-        if not stray or call["name"] in refused:
+        written = " ".join(strings(call["args"]))
+        stray = unsupported(written, sources) if tool and acts(tool) else []
+        operand = operands_only(written, computed, inputs) if tool and acts(tool) else []
+        if not (stray or operand) or call["name"] in refused:
             rest.append(call)
             continue
-        named = ", ".join(shown(n) for n in stray)
         results = "\n".join(results_in_words(turn))
-        text = f"{STRAY_WRITE}: its arguments state {named}, which no result, document or question holds.\n"
+        if stray:
+            named = ", ".join(shown(n) for n in stray)
+            text = f"{STRAY_WRITE}: its arguments state {named}, which no result, document or question holds."
+            why = f"{call['name']} would write {named}, which no source holds: sent back to the model"
+            outcome = {"stray": stray}
+        else:
+            named = ", ".join(shown(n) for n in operand)
+            result = ", ".join(shown(n) for n in sorted(computed))
+            text = f"{STRAY_WRITE}: it states {named}, an input of calculate, not its result {result}."
+            why = f"{call['name']} would write {named}, an input of calculate, not its result: sent back"
+            outcome = {"operand": operand}
         answered.append(
-            _answer(call["id"], call["name"], f"{text}{RESULTS_IN_WORDS}{results}\n{WRITE_AGAIN}")
+            _answer(call["id"], call["name"], f"{text}\n{RESULTS_IN_WORDS}{results}\n{WRITE_AGAIN}")
         )
-        why = f"{call['name']} would write {named}, which no source holds: sent back to the model"
-        notes.append(decision("G3", "code", {call["id"]: {"stray": stray}}, why))
+        notes.append(decision("G3", "code", {call["id"]: outcome}, why))
     return Step(answered, [], rest, notes)
+
+
+def calculations(turn: list[AnyMessage], given: set[float]) -> tuple[set[float], set[float]]:
+    """The turn's ``calculate`` results, and the figures its expressions took that the question did not give.
+
+    A figure the person gave is theirs to repeat; one the model took from a document or an earlier result and
+    fed to ``calculate`` is a step on the way to the result.
+    """
+    results = {
+        n
+        for m in turn
+        if isinstance(m, ToolMessage) and m.name == "calculate" and m.status != "error"
+        for n in figures(message_text(m))
+    }
+    inputs = {
+        n
+        for m in turn
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+        if c["name"] == "calculate"
+        for n in figures(" ".join(strings(c["args"])))
+    }
+    return results, inputs - given - results
+
+
+def operands_only(written: str, computed: set[float], inputs: set[float]) -> list[float]:
+    """A write's figures that are ``calculate``'s inputs, when it states none of its results; else none.
+
+    The 1.5B, asked to save what 5 installations cost a year, proposed "… cost 120 EUR per year" where
+    ``calculate("5 * 120")`` had returned 600: a step of the sum written as its answer, which every source
+    holds, so the check of unsupported figures lets it through.
+    """
+    stated = figures(written, clock=False)
+    if not computed or stated & computed:
+        return []
+    return sorted(stated & inputs)
 
 
 def check_budget(calls: list[ToolCall], left: int) -> Step:

@@ -103,10 +103,12 @@ RULES = (
     ),
     Rule(
         "write_figures",
-        "a write call whose arguments state a figure no result, document or question holds",
+        "a write call whose arguments state a figure no result, document or question holds, or state an "
+        "input of the turn's calculate and none of its results",
         "sends it back to the model once, before the policy or a person sees it (check_written_figures)",
-        'G3 "STRAY_WRITE"',
-        "a note held the model's own sum where calculate had returned another",
+        'G3 "STRAY_WRITE" ({"stray"} or {"operand"})',
+        "a note held the model's own sum where calculate had returned another; another held 120, the "
+        "input of calculate('5 * 120'), where it had returned 600 (fresh-clone CI, 2026-12-05)",
         steers=False,
     ),
     Rule(

@@ -155,3 +155,48 @@ async def test_an_answer_written_as_a_call_is_asked_again(llm, saver, workspace,
     )  # fmt: skip
     assert out["messages"][-1].content == "Five installations cost 720 EUR per year."
     assert decisions_of(out, "G3")[0]["outcome"] == {"asked_again": [], "machinery": True}
+
+
+PLAN_PRICE = "The Team plan costs 120 EUR a year per installation."
+YEARLY = "@agent what would 5 installations of the Team plan cost per year? save it as a note"
+
+
+async def test_a_note_stating_an_input_of_the_sum_instead_of_its_result_is_sent_back(
+    llm, saver, workspace, thread
+):
+    """The 1.5B saved "… cost 120 EUR per year" where ``calculate("5 * 120")`` returned 600 (fresh-clone CI).
+
+    120 is held by a source (here the prompt), so the check of unsupported figures lets it pass; stating an
+    input of the turn's calculation and none of its results is sent back once, naming the result.
+    """
+    llm.push(
+        tool_reply(("calculate", {"expression": "5 * 120"})),
+        tool_reply(("save_note", {"text": "5 installations of the Team plan cost 120 EUR per year."})),
+        tool_reply(("save_note", {"text": "5 installations of the Team plan cost 600 EUR per year."})),
+    )
+    graph = build_graph(checkpointer=saver)
+    context = Context(workspace=workspace, system_prompt=PLAN_PRICE)
+    out = await graph.ainvoke(user_message(YEARLY), thread, context=context)
+    (card,) = out["__interrupt__"]
+    assert [a["args"]["text"] for a in card.value["action_requests"]] == [
+        "5 installations of the Team plan cost 600 EUR per year."
+    ]
+    sent_back = llm.requests[2]["messages"][-1]
+    assert sent_back["role"] == "tool" and "not its result 600" in sent_back["content"], sent_back
+    (check,) = decisions_of(out, "G3")
+    assert list(check["outcome"].values()) == [{"operand": [120.0]}]
+
+
+async def test_a_note_of_the_questions_own_figures_after_a_sum_is_not_sent_back(
+    llm, saver, workspace, thread
+):
+    llm.push(
+        tool_reply(("calculate", {"expression": "5 * 120"})),
+        tool_reply(("save_note", {"text": "Plan the 5 installations of the Team plan."})),
+    )
+    graph = build_graph(checkpointer=saver)
+    context = Context(workspace=workspace, system_prompt=PLAN_PRICE)
+    out = await graph.ainvoke(user_message(YEARLY), thread, context=context)
+    (card,) = out["__interrupt__"]
+    assert card.value["action_requests"][0]["args"]["text"] == "Plan the 5 installations of the Team plan."
+    assert decisions_of(out, "G3") == []
