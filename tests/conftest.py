@@ -80,6 +80,28 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     stop_shared_model()  # a local model server a test started in this data folder
 
 
+#: Connections the session's own PostgreSQL allows. Each ``make serve`` launcher budgets its instances as if
+#: it had the database to itself (``server/pools.py``), as a deployment does; a test session runs several
+#: launchers beside ``langgraph dev`` servers on one database, and at PostgreSQL's default of 100 a burst
+#: in one could find no connection left ("sorry, too many clients already").
+TEST_MAX_CONNECTIONS = 400
+
+
+def _room_for_launchers(url: str) -> None:
+    """Raise the session database's ``max_connections`` to :data:`TEST_MAX_CONNECTIONS` (a restart)."""
+    import psycopg
+
+    from workspace_agent.checkpoints.embedded import start_embedded, stop_embedded
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SHOW max_connections").fetchone()
+        if row is not None and int(row[0]) >= TEST_MAX_CONNECTIONS:
+            return
+        conn.execute(f"ALTER SYSTEM SET max_connections = {TEST_MAX_CONNECTIONS}")
+    stop_embedded()
+    assert start_embedded() == url, "the restarted server answers on the same socket"
+
+
 @pytest.fixture(scope="session")
 def database_url(home: str) -> Iterator[str]:
     """The embedded PostgreSQL of the session (or ``DATABASE_URL`` when set), stopped at the end."""
@@ -88,6 +110,8 @@ def database_url(home: str) -> Iterator[str]:
 
     given = os.environ.get("DATABASE_URL")
     url = resolve()
+    if not given:
+        _room_for_launchers(url)
     os.environ["DATABASE_URL"] = url
     yield url
     if not given:
