@@ -68,11 +68,15 @@ def hnsw_index_ddl(dimension: int) -> sql.Composed:
     )
 
 
+def query_vector(dimension: int) -> sql.Composed:
+    """The ``%(query)s`` parameter cast to the indexed expression's type, so the HNSW index applies."""
+    kind = "vector" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec"
+    return sql.SQL("%(query)s::{}({})").format(sql.SQL(kind), sql.Literal(dimension))
+
+
 def search_sql(dimension: int) -> sql.Composed:
     """The nearest-chunks query; it repeats the index expression and predicate so HNSW is used."""
-    expr = vector_expression(dimension)
-    kind = "vector" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec"
-    query = sql.SQL("%(query)s::{}({})").format(sql.SQL(kind), sql.Literal(dimension))
+    expr, query = vector_expression(dimension), query_vector(dimension)
     return sql.SQL(
         "SELECT c.id, c.document_id, c.ordinal, c.text, d.source, d.title, {expr} <=> {query} AS distance"
         " FROM chunks c JOIN documents d ON d.id = c.document_id"
@@ -99,9 +103,7 @@ def hybrid_search_sql(dimension: int) -> sql.Composed:
     index's expression, as ``search_sql`` does; every chunk's cosine distance is returned, so the
     workspace's similarity threshold applies in this mode too.
     """
-    expr = vector_expression(dimension)
-    kind = "vector" if dimension <= MAX_VECTOR_INDEX_DIM else "halfvec"
-    query = sql.SQL("%(query)s::{}({})").format(sql.SQL(kind), sql.Literal(dimension))
+    expr, query = vector_expression(dimension), query_vector(dimension)
     return sql.SQL(
         "WITH dense AS ("
         " SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM ("
