@@ -16,7 +16,7 @@ from typing import Any
 from ..checkpoints.db import run
 from ..core.context import Context, context_for, document_scope, parse_assignments
 from ..core.settings import ModelSettings
-from . import assistants
+from . import assistants, jobs
 from .chat import console, err, session
 from .endpoint import prepare_endpoint
 
@@ -78,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     watch_run.add_argument("--once", action="store_true", help="one pass, then exit")
     watch_run.add_argument("--interval", type=float, help="seconds between passes (WATCH_INTERVAL, 15)")
     assistants.add_parser(sub)
+    jobs.add_parser(sub)
     return parser
 
 
@@ -193,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             return _model(args.action)
         if args.command == "assistant":
             return assistants.command(args, console)
+        if args.command == "jobs":
+            return jobs.command(args, console)
         _context(args)  # a bad flag is reported before a model is started for nothing
         endpoint = prepare_endpoint(args.demo, err)
         return run(session(args, endpoint, _context(args, endpoint.settings)))

@@ -78,6 +78,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "temperature": (0.0, 2.0),
     "max_tool_calls": (0, 1_000),
     "tool_timeout": (0.0, 86_400.0),
+    "time_limit": (0.0, 86_400.0),
 }
 
 # Context windows of well-known model families; anything else falls back to 8192 (DESIGN §2).
@@ -224,7 +225,7 @@ class Settings(BaseModel):
 
 def _range(name: str) -> Any:
     low, high = RANGES[name]
-    return Field(gt=low, le=high) if name == "tool_timeout" else Field(ge=low, le=high)
+    return Field(gt=low, le=high) if name in ("tool_timeout", "time_limit") else Field(ge=low, le=high)
 
 
 class Context(Settings):
@@ -301,6 +302,16 @@ class Context(Settings):
     tool_timeout: Annotated[float, _range("tool_timeout")] = Field(
         default=60.0, description="Seconds one tool call may run before it is given up."
     )
+    time_limit: Annotated[float, _range("time_limit")] | None = Field(
+        default=None,
+        description="Seconds of work a run may take (a scheduled job's limit): past it, the run ends as "
+        "timed_out and keeps what it had done. Time spent waiting for a person does not count. Unset: none.",
+    )
+    job: Annotated[str, Field(pattern=SLUG.pattern)] | None = Field(
+        default=None,
+        description="The scheduled job this run is one of (set by the job's schedule, not by hand): no one "
+        "is there to answer, so ask_person is never offered, and the run is listed under the job.",
+    )
     approval_required: list[str] = Field(
         default_factory=lambda: ["*"],
         description="Tool-name patterns (fnmatch) that need a person's approval.",
@@ -331,6 +342,11 @@ class Context(Settings):
         default_factory=list,
         description="Tool-name patterns this run does not offer: how a run's context narrows its assistant's "
         "tools. Set per run, not on an assistant.",
+    )
+    only_tools: list[str] | None = Field(
+        default=None,
+        description="Tool-name patterns this run is limited to (a scheduled job's tools): narrows the "
+        "workspace's tools, never widens them. Set per run, not on an assistant; unset: no limit.",
     )
     choose_tools: bool = Field(
         default=True,

@@ -154,3 +154,6 @@ RESULTS_IN_WORDS = "The tools returned:\n"
 STRAY_WRITE = "Not run (figures)"
 #: Closes it: what the model is to do.
 WRITE_AGAIN = "Write the call again with the figures from these results."
+
+#: What the person reads of a run stopped at its time limit (a scheduled job's, ``Context.time_limit``).
+TIMED_OUT = "This run stopped at its time limit of {limit:g} s, before it had an answer."

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, Required, cast
+from typing import Annotated, Any, Literal, NotRequired, Required, cast
 
 from langchain_core.messages import AnyMessage
 from langchain_core.messages.tool import ToolCall
@@ -43,7 +43,9 @@ Conversation = Annotated[
     list[AnyMessage], DeltaChannel(add_message_batches, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY)
 ]
 Route = Literal["chat", "agent"]
-StopReason = Literal["answered", "terminated", "max_tokens", "max_tool_calls", "refused", "tool_calls"]
+StopReason = Literal[
+    "answered", "terminated", "max_tokens", "max_tool_calls", "refused", "tool_calls", "timed_out"
+]
 
 
 class Decision(TypedDict):
@@ -115,12 +117,16 @@ class AgentState(InputState, _TurnOutcome, total=False):
     #: The turn's tools by name (C0); ``None`` offers every tool the workspace allows.
     offered: list[str] | None
     tool_calls_made: Annotated[int, operator.add]
+    #: When the run must stop working (epoch seconds; ``Context.time_limit``); ``None`` for no limit.
+    deadline: float | None
 
 
 class ToolCallState(TypedDict):
     """The input of one ``execute_tool`` task: one approved call, sent by ``route_tool_calls``."""
 
     call: ToolCall
+    #: The run's ``deadline``, which bounds the call as ``tool_timeout`` does.
+    deadline: NotRequired[float | None]
 
 
 def decision(id: str, decided_by: str, outcome: Any, why: str) -> Decision:

@@ -43,6 +43,7 @@ from ..core.conversation import (
     turn_start,
 )
 from ..core.figures import figures, shown, turn_sources, unsupported
+from ..core.jobs import deadline
 from ..core.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
 from ..core.question import ASK_TOOL, checked_answer, question_request
 from ..core.state import AgentState, Decision, decision, fork_of
@@ -95,7 +96,9 @@ def _decision_id(toolset: Toolset, name: str) -> str:
     return "D21" if (toolset.tools[name].metadata or {}).get("mcp") else "D3"
 
 
-_NOT_CHOSEN = "this workspace does not offer the tool {!r} (its tools setting, or this run's without_tools)"
+_NOT_CHOSEN = (
+    "this workspace does not offer the tool {!r} (its tools, or the run's only_tools or without_tools)"
+)
 
 
 def earlier_results(messages: list[AnyMessage]) -> dict[str, ToolMessage]:
@@ -480,7 +483,10 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
     calls = [approved.get(c["id"], c) for c in ai.tool_calls]
     unrun = len(ai.invalid_tool_calls) + sum(1 for c in ai.tool_calls if c["id"] not in approved)
     ran = f"{len(approved)} call(s) run in parallel; {len(answers)} answered without running"
+    waited = [n for n in [*asked.notes, *person.notes] if n["decided_by"] == "person"]
+    restart = {"deadline": deadline(ctx.time_limit)} if waited and ctx.time_limit else {}
     return {
+        **restart,  # a person's wait is no work: the run's time limit counts again from the answer
         # the model sees what actually ran, edited arguments included
         "messages": answers
         if calls == ai.tool_calls

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from itertools import takewhile
 from typing import Any, Literal
 
@@ -12,6 +13,7 @@ from langgraph.runtime import Runtime
 from ..core.client_loop import hand_back, stub_tools
 from ..core.context import Context
 from ..core.conversation import message_text, turn_question
+from ..core.jobs import time_left, timed_out
 from ..core.plan import assemble
 from ..core.prompts import ALREADY_RUN, CUT_CALL
 from ..core.state import AgentState, Decision, decision
@@ -186,29 +188,41 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
     request: list[BaseMessage] = assemble(plan, state["messages"])
     how = "natively"
     client = ctx.client_tools if state.get("route") == "agent" else None
-    if client is not None and ctx.native_tool_calling:
-        model = model.bind_tools([f.openai() for f in client.functions], tool_choice=client.openai_choice())
-        response = await _sampled(model, ctx, max_tokens=ctx.max_tokens).ainvoke(request)
-    elif state.get("route") == "agent" and not ctx.native_tool_calling:
-        grammar = services.call_grammar()
-        sampled = _sampled(model, ctx, max_tokens=None)  # the prompted turn asks for its own max_tokens
-        question = turn_question(state["messages"])
-        asked = message_text(question) if question is not None else ""
-        given_with = bool(plan.get("context"))  # memories or documents before the person's words
-        offer = stub_tools(client) if client is not None else tools
-        forced = client.forced if client is not None else frozenset()
-        response, how, notes = await _prompted(
-            sampled, request, asked, offer, withheld, ctx, grammar, given_with, forced
-        )
-        decisions += notes
-    else:
-        if tools and withheld is None:
-            model = services.bind_tools(model, tools)
-        progress("reading")
-        if ctx.response_format is not None:  # the endpoint enforces it (llama.cpp: as a grammar)
-            model = model.bind(response_format=ctx.response_format.openai())
-        model = _sampled(model, ctx, max_tokens=ctx.max_tokens)
-        response = await model.ainvoke(request)
+    left = time_left(state.get("deadline"))
+    try:
+        async with asyncio.timeout(left):
+            if left == 0:
+                raise TimeoutError
+            if client is not None and ctx.native_tool_calling:
+                model = model.bind_tools(
+                    [f.openai() for f in client.functions], tool_choice=client.openai_choice()
+                )
+                response = await _sampled(model, ctx, max_tokens=ctx.max_tokens).ainvoke(request)
+            elif state.get("route") == "agent" and not ctx.native_tool_calling:
+                grammar = services.call_grammar()
+                sampled = _sampled(
+                    model, ctx, max_tokens=None
+                )  # the prompted turn asks for its own max_tokens
+                question = turn_question(state["messages"])
+                asked = message_text(question) if question is not None else ""
+                given_with = bool(plan.get("context"))  # memories or documents before the person's words
+                offer = stub_tools(client) if client is not None else tools
+                forced = client.forced if client is not None else frozenset()
+                response, how, notes = await _prompted(
+                    sampled, request, asked, offer, withheld, ctx, grammar, given_with, forced
+                )
+                decisions += notes
+            else:
+                if tools and withheld is None:
+                    model = services.bind_tools(model, tools)
+                progress("reading")
+                if ctx.response_format is not None:  # the endpoint enforces it (llama.cpp: as a grammar)
+                    model = model.bind(response_format=ctx.response_format.openai())
+                model = _sampled(model, ctx, max_tokens=ctx.max_tokens)
+                response = await model.ainvoke(request)
+    except TimeoutError:
+        why = "the model was still writing" if left else "no time was left for a model call"
+        return timed_out(ctx.time_limit, why)
     assert isinstance(response, AIMessage)
     if client is not None:
         response, notes = hand_back(response, client)
@@ -237,11 +251,12 @@ def route_after_model(
     client's tools are handed back to it (the C10 decision ``call_model`` recorded) and nothing of such a
     run reaches ``approve`` or ``execute_tool``; its answer goes back as the model wrote it (a JSON reply
     rewritten for a figure would no longer be the format asked for, and the client's loop owns its results).
+    A run past its time limit (J1, ``timed_out``) ends too.
     """
     last = state["messages"][-1]
     ctx = runtime.context if runtime is not None else None
     for_client = ctx is not None and (ctx.client_tools is not None or ctx.response_format is not None)
-    if not isinstance(last, AIMessage) or for_client:
+    if not isinstance(last, AIMessage) or for_client or state.get("stop_reason") == "timed_out":
         return "finish"
     if last.tool_calls or last.invalid_tool_calls:
         ended = ("max_tokens", "max_tool_calls", "tool_calls")  # cut off, out of budget, or the client's

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from ..checkpoints.chatlog import Exchange
 from ..core.context import Context
 from ..core.conversation import EXCLUDED, message_text, prompt_text, turn_start
+from ..core.prompts import TIMED_OUT
 from ..core.state import AgentState, decision
 from .services import Services
 
@@ -32,8 +34,12 @@ async def finish(
     ctx = runtime.context
     turn = state["messages"][turn_start(state["messages"]) :]
     answer = next((m for m in reversed(turn) if isinstance(m, AIMessage)), AIMessage(""))
-    text = message_text(answer)
     stop = state.get("stop_reason")
+    if stop == "timed_out":  # the person is told in words; what ran stays in the thread above
+        ran = sorted({m.name or "a tool" for m in turn if isinstance(m, ToolMessage) and m.status != "error"})
+        done = f" It had run: {', '.join(ran)}." if ran else " It had run no tool."
+        answer = AIMessage(TIMED_OUT.format(limit=ctx.time_limit or 0) + done, id=str(uuid.uuid4()))
+    text = message_text(answer)
     if stop is None:
         stop = "terminated" if text == TERMINATE else "answered"
     why = {
@@ -43,6 +49,7 @@ async def finish(
         "max_tool_calls": "the tool-call budget was spent; the model answered without tools",
         "refused": "query mode without document context",
         "tool_calls": "the reply calls the client's own tools: handed back to the client to run",
+        "timed_out": "the run reached its time limit; what it had done is kept",
     }[stop]
     user = turn[0] if turn and isinstance(turn[0], HumanMessage) else HumanMessage("")
     thread_id = str((config.get("configurable") or {}).get("thread_id", ""))
@@ -62,6 +69,8 @@ async def finish(
         )
     )
     out: dict[str, Any] = {"stop_reason": stop, "plan": {}, "decisions": [decision("G1", "code", stop, why)]}
+    if stop == "timed_out":
+        out["messages"] = [answer]
     if stop == "refused" and answer.id:
         metadata = {**answer.response_metadata, EXCLUDED: True}
         out["messages"] = [answer.model_copy(update={"response_metadata": metadata})]

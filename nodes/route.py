@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
@@ -18,6 +20,7 @@ from ..core.conversation import (
     message_text,
     turn_start,
 )
+from ..core.jobs import deadline, run_key
 from ..core.question import ASK_TOOL, ResumeError, checked_answer, question_request
 from ..core.state import AgentState, Decision, decision
 from .services import Services
@@ -152,7 +155,9 @@ def _for_the_client(ctx: Context) -> tuple[str, str]:
     return "agent", f"the run brings the client's {count} tool(s): only they are offered, and go back to it"
 
 
-async def route(state: AgentState, runtime: Runtime[Context], *, services: Services) -> dict:
+async def route(
+    state: AgentState, runtime: Runtime[Context], config: RunnableConfig, *, services: Services
+) -> dict:
     """Pick plain chat or the tool-using agent for this turn, the way AnythingLLM does.
 
     ``@agent`` at the very start always means agent (the model never sees the prefix; the thread keeps it
@@ -166,6 +171,8 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
     continued = _typed_answer(messages)
     if continued is not None:
         return _continue(continued, state, ctx)
+    if ctx.job is not None and runtime.store is not None:
+        await _record_job_run(runtime, config)
     at = turn_start(messages)
     new = messages[at] if messages else None
     if not isinstance(new, HumanMessage):
@@ -216,13 +223,28 @@ async def route(state: AgentState, runtime: Runtime[Context], *, services: Servi
             [*_abandoned(messages[:at], state.get("approved") or []), decision("A3", "code", chosen, why)]
         ),
         "tool_calls_made": Overwrite(0),
-        **_gathered_again(),
+        **_gathered_again(ctx),
     }
 
 
-def _gathered_again() -> dict:
-    """What a turn gathers anew from its question: documents, uploads, offered tools, plan, stop reason."""
+async def _record_job_run(runtime: Runtime[Context], config: RunnableConfig) -> None:
+    """List this run under its scheduled job, in the job owner's part of the store (``core/jobs.py``).
+
+    The engines fire a job's run on a thread of its own and carry none of the cron's metadata onto it, so
+    the run says itself whose it is. Written once per thread: a resumed run keeps its first record.
+    """
+    ctx, store = runtime.context, runtime.store
+    assert ctx.job is not None and store is not None
+    thread_id = str((config.get("configurable") or {}).get("thread_id") or "")
+    key = run_key(ctx.user_id, ctx.job)
+    if thread_id and await store.aget(key, thread_id) is None:
+        await store.aput(key, thread_id, {"thread_id": thread_id, "job": ctx.job, "started_at": time.time()})
+
+
+def _gathered_again(ctx: Context) -> dict:
+    """What a turn gathers anew: documents, uploads, offered tools, plan, stop reason, time to work."""
     return {
+        "deadline": deadline(ctx.time_limit),
         "sources": Overwrite([]),
         "uploads": [],
         "context": [],
@@ -246,5 +268,5 @@ def _continue(continued: tuple[list, list, list[Decision]], state: AgentState, c
         "messages": [*update, *fold_update(messages[:at], ctx.history_limit)],
         "route": state.get("route") or "agent",
         "decisions": [*notes, decision("A3", "code", state.get("route") or "agent", why)],
-        **_gathered_again(),
+        **_gathered_again(ctx),
     }

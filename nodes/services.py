@@ -31,19 +31,21 @@ class Toolset:
 
     tools: dict[str, BaseTool]
     problems: list[str] = field(default_factory=list)
-    #: Tools there are but this workspace (``tools``) or this run (``without_tools``) did not choose.
+    #: Tools there are but this workspace (``tools``) or this run (``only_tools``, ``without_tools``) did not
+    #: choose.
     unchosen: set[str] = field(default_factory=set)
 
 
 def chosen(context: Context, name: str) -> bool:
-    """Whether the workspace offers the tool: in its ``tools`` (unset: all) and not in ``without_tools``.
+    """Whether the tool is offered: in ``tools`` and ``only_tools`` (unset: all), not in ``without_tools``.
 
-    ``ask_person`` also needs ``clarifying_questions``: a run nobody answers switches it off.
+    ``ask_person`` also needs ``clarifying_questions`` and no ``job``: nobody answers a scheduled run.
     """
-    if name == ASK_TOOL and not context.clarifying_questions:
+    if name == ASK_TOOL and (not context.clarifying_questions or context.job is not None):
         return False
-    if context.tools is not None and not any(fnmatchcase(name, p) for p in context.tools):
-        return False
+    for allowed in (context.tools, context.only_tools):
+        if allowed is not None and not any(fnmatchcase(name, p) for p in allowed):
+            return False
     return not any(fnmatchcase(name, p) for p in context.without_tools)
 
 

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from ..core.context import Context
 from ..core.conversation import EXECUTED_PREFIX
+from ..core.jobs import time_left
 from ..core.state import AgentState, Decision, ToolCallState, decision
 from ..providers.prompted.streaming import progress
 from .services import Services
@@ -30,7 +31,8 @@ from .services import Services
 def route_tool_calls(state: AgentState) -> list[Send] | Literal["trim"]:
     """One ``execute_tool`` task per approved call, all in parallel; none approved → back to the model."""
     calls = state.get("approved") or []
-    return [Send("execute_tool", {"call": call}) for call in calls] if calls else "trim"
+    until = state.get("deadline")
+    return [Send("execute_tool", {"call": call, "deadline": until}) for call in calls] if calls else "trim"
 
 
 def resumed_after_a_stop(config: RunnableConfig) -> bool:
@@ -62,12 +64,15 @@ async def execute_tool(
         notes.append(decision("C10", "code", {call["id"]: "interrupted, may have run"}, why))
     tool = (await services.toolset(ctx)).tools.get(call["name"])
     progress("tool", name=call["name"])
-    status = "ok"
+    status, cut = "ok", False
     try:
         if tool is None:
             raise LookupError(f"there is no tool named {call['name']!r}")
         # A tool that paces itself (one model call per section) applies tool_timeout to each of its steps.
         timeout = None if (tool.metadata or {}).get("paced") else ctx.tool_timeout
+        left = time_left(state.get("deadline"))
+        cut = left is not None and (timeout is None or left < timeout)  # the run's limit comes first
+        timeout = left if cut else timeout
         result = await asyncio.wait_for(tool.ainvoke({**call, "type": "tool_call"}), timeout=timeout)
         message = (
             result
@@ -77,9 +82,10 @@ async def execute_tool(
         if message.status == "error":
             status = "error"
     except TimeoutError:
-        status = "timeout"
+        status = "time limit" if cut else "timeout"
+        given = f"the run's time limit ({ctx.time_limit:g} s)" if cut else f"{ctx.tool_timeout:g} s"
         message = ToolMessage(
-            content=f"Error: {call['name']} did not finish within {ctx.tool_timeout:g} s and was given up.",
+            content=f"Error: {call['name']} did not finish within {given} and was given up.",
             tool_call_id=call["id"],
             status="error",
         )

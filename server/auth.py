@@ -52,6 +52,8 @@ KEYS_FILE_ENV = "WORKSPACE_AGENT_API_KEYS_FILE"
 SERVICE_KEY_ENV = "WORKSPACE_AGENT_SERVICE_KEY"
 SERVICE = "workspace-agent:service"
 SERVICE_GRAPH = "memory"
+#: The head of a user's store namespace as Aegra scopes it: ``("users", <identity>, ...)``.
+USERS = "users"
 #: The graph's own assistant, by name or by the id both servers derive from it (uuid5 of the graph name).
 SERVICE_ASSISTANTS = {SERVICE_GRAPH, str(uuid5(UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), SERVICE_GRAPH))}
 
@@ -275,14 +277,18 @@ async def on_assistant_delete(ctx: Ctx, value: dict[str, Any]) -> Filter:
 
 @auth.on.store
 async def on_store(ctx: Ctx, value: dict[str, Any]) -> None:
-    """The server's store API: each user within their own namespace; the service has none."""
+    """The server's store API: each user within their own namespace; the service has none.
+
+    A user's namespace starts with their name, or with ``("users", name)``: Aegra buries every client's
+    namespace under the latter, so what the graphs record for a user to read (a job's runs) is kept there.
+    """
     if _is_service(ctx):
         _service_only(None, "the store")
     owner = _owner(ctx)
     if owner is None:
         return
     namespace = tuple(value.get("namespace") or ())
-    if namespace[:1] != (owner,):
+    if namespace[:1] != (owner,) and namespace[:2] != (USERS, owner):
         value["namespace"] = (owner, *namespace)
 
 
@@ -293,8 +299,11 @@ def _admit_cron(ctx: Ctx, value: dict[str, Any], owner: str | None) -> None:
     of the request and stores the request's context as it came, so a cron naming no user would run as
     every user (the memory graph) or as the context's default one: there it must name its creator.
     """
-    if isinstance(value.get("payload"), dict):
-        _admit_run(value["payload"], owner)
+    payload = value.get("payload")
+    if isinstance(payload, dict):
+        # an update that sends no context keeps the stored one: stamping a user here would replace it
+        keeps = ctx.action != "create" and "context" not in payload and "config" not in payload
+        _admit_run(payload, None if keeps else owner)
         return
     if ctx.action != "create" and "context" not in value and "config" not in value:
         return

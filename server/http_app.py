@@ -15,11 +15,14 @@ before the route could, and Aegra covers FastAPI routes only, not these mounted 
 from __future__ import annotations
 
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from .anythingllm_api import ping as anythingllm_ping
 from .anythingllm_api import routes as anythingllm_routes
 from .anythingllm_documents import routes as document_routes
+from .http_common import RouteError, caller
 from .openai_api import routes as openai_routes
 
 
@@ -33,11 +36,24 @@ def _application_class() -> type[Starlette]:
     return FastAPI
 
 
+async def whoami(request: Request) -> Response:
+    """``GET /whoami``: the caller's user, by their key (``default`` with authentication off).
+
+    A scheduled job's runs keep the context their cron was made with, and Aegra stores that context as sent,
+    so a client names the job's user in it (``server/auth.py``, ``_admit_cron``): this is how it learns it.
+    """
+    try:
+        return JSONResponse({"user": await caller(request)})
+    except RouteError as exc:
+        return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+
 app = _application_class()(
     routes=[
         Mount("/v1", routes=openai_routes),
         Mount("/api/v1/openai", routes=openai_routes),  # where AnythingLLM serves it; before /api/v1
         Mount("/api/v1", routes=[*anythingllm_routes, *document_routes]),
         Route("/api/ping", anythingllm_ping, methods=["GET"]),  # AnythingLLM's, outside /api/v1
+        Route("/whoami", whoami, methods=["GET"]),
     ]
 )

@@ -27,6 +27,8 @@ from .auth import SERVICE_KEY_ENV
 
 JOB = {"managed_by": "workspace-agent", "job": "memory-extraction"}
 OFF = ("off", "none", "0", "never")
+#: The longest the scheduler waits between two looks at the crons: users' jobs start at most this late.
+JOB_POLL_SECONDS = 15
 
 
 def service_key() -> str:
@@ -66,15 +68,17 @@ def cron_schedule(interval: str) -> str | None:
 
 
 def scheduler_env(interval: str | None) -> dict[str, str]:
-    """Aegra's scheduler settings for ``interval``: poll often enough to fire on time."""
+    """Aegra's scheduler settings for ``interval``: poll often enough to fire on time.
+
+    Users' scheduled jobs share the scheduler, so it polls at least every ``JOB_POLL_SECONDS`` (Aegra's own
+    default, 60 s, would start a 9:00 job at up to 9:01). A deployment's own ``CRON_*`` settings win.
+    """
     schedule = cron_schedule(interval or DEFAULT_INTERVAL)
-    if schedule is None:
-        return {}
-    seconds = int(parse_interval(interval or DEFAULT_INTERVAL))
-    env = {"CRON_POLL_INTERVAL_SECONDS": str(max(1, min(60, seconds // 2)))}
-    if len(schedule.split()) == 6:
+    seconds = int(parse_interval(interval or DEFAULT_INTERVAL)) if schedule else JOB_POLL_SECONDS
+    env = {"CRON_POLL_INTERVAL_SECONDS": str(max(1, min(JOB_POLL_SECONDS, seconds // 2)))}
+    if schedule and len(schedule.split()) == 6:
         env["CRON_ALLOW_SECONDS_SCHEDULE"] = "true"
-    return env
+    return env | {k: v for k, v in os.environ.items() if k.startswith("CRON_")}
 
 
 async def ensure_memory_cron(

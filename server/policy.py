@@ -10,7 +10,8 @@ handler of ``threads.create_run`` (``server/auth.py``), the same under ``langgra
   ``approval_required`` holding ``"*"``); it adds approval with ``also_ask``, which an assistant may not set,
   so no run can clear it either.
 - The tools a workspace offers (``tools``) are its assistant's too; a run narrows them with
-  ``without_tools`` only, so a run can never offer a tool its workspace did not choose.
+  ``without_tools`` or ``only_tools`` (a scheduled job's tools) only, so a run can never offer a tool its
+  workspace did not choose.
 - A client's own tools and reply format (``client_tools``, ``response_format``: an OpenAI client's ``tools``
   and ``response_format``) are a run's only, checked by type here as in ``Context``. They loosen nothing:
   a run that brings tools is offered those alone, and their calls go back to the client, never to
@@ -31,10 +32,12 @@ from ..core.conversation import ATTACHMENT_TYPES
 from ..nodes.uploads import FILES_ENV, TOTAL_ENV, files_cap, total_cap
 
 #: A run's own narrowing, which an assistant may not set: a run wins the merge, so it could clear them.
-NARROWING = ("also_ask", "without_tools")
+NARROWING = ("also_ask", "without_tools", "only_tools")
+#: A run's own marks, which an assistant may not set: the job a run is one of (a scheduled job's context).
+RUN_MARKS = ("job",)
 #: What one OpenAI client's request brings (its tools, its reply format): a run's, never a workspace's.
 CLIENT_REQUEST = {"client_tools": ClientTools | None, "response_format": ResponseFormat | None}
-RUN_ONLY = (*NARROWING, *CLIENT_REQUEST)
+RUN_ONLY = (*NARROWING, *CLIENT_REQUEST, *RUN_MARKS)
 #: Each graph's context schema by graph id (``langgraph.json``): what the server makes a run's context into,
 #: and so what an assistant's stored context must already be.
 GRAPH_CONTEXTS: dict[str, type[Settings]] = {
@@ -112,6 +115,7 @@ def check_run_settings(values: Mapping[str, Any], user: str | None) -> None:
         user: The authenticated user, or ``None`` when authentication is off.
     """
     hints: dict[str, Any] = {n: list[str] for n in ("auto_approved", "approval_required", *NARROWING)}
+    hints["only_tools"] = list[str] | None
     for name, hint in {**hints, **CLIENT_REQUEST}.items():
         if name in values:
             try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from workspace_agent.server.memory_cron import cron_schedule, scheduler_env
@@ -48,7 +50,11 @@ def test_intervals_without_an_exact_schedule_are_refused(interval):
         cron_schedule(interval)
 
 
-def test_the_scheduler_polls_often_enough_for_the_interval():
-    assert scheduler_env("3h") == {"CRON_POLL_INTERVAL_SECONDS": "60"}
+def test_the_scheduler_polls_often_enough_for_the_interval_and_for_jobs(monkeypatch):
+    for name in [n for n in os.environ if n.startswith("CRON_")]:
+        monkeypatch.delenv(name)
+    assert scheduler_env("3h") == {"CRON_POLL_INTERVAL_SECONDS": "15"}  # users' jobs start on time
     assert scheduler_env("2s") == {"CRON_POLL_INTERVAL_SECONDS": "1", "CRON_ALLOW_SECONDS_SCHEDULE": "true"}
-    assert scheduler_env("off") == {}
+    assert scheduler_env("off") == {"CRON_POLL_INTERVAL_SECONDS": "15"}
+    monkeypatch.setenv("CRON_POLL_INTERVAL_SECONDS", "2")  # the deployment's own setting wins
+    assert scheduler_env("off") == {"CRON_POLL_INTERVAL_SECONDS": "2"}

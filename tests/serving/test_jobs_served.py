@@ -1,0 +1,201 @@
+"""Issue 36, item 1, served: scheduled agent jobs on the engines' own crons, through ``langgraph_sdk``.
+
+- ``langgraph dev`` with API keys: alice's job is listed, run now, waits on its approval card (a job never
+  approves for the person), is approved from its list of runs and goes on; bob can neither see, run, edit
+  nor read the runs of alice's job; the job fires on its schedule (the engine's crons).
+- ``make serve`` with two instances, on a database of their own (no other server of the session polls its
+  crons): a job fires on schedule, each slot once across both instances; after both are stopped for several
+  slots, the missed job runs once when they are back, not once per missed slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import uuid
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import psycopg
+import pytest
+from langgraph_sdk import get_client
+
+from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
+from workspace_agent.checkpoints.db import close_pools
+from workspace_agent.cli.jobs import (
+    JobError,
+    create_job,
+    decide,
+    delete_job,
+    edit_job,
+    find_job,
+    job_runs,
+    list_jobs,
+    run_now,
+    set_enabled,
+)
+from workspace_agent.core.jobs import Job, run_key
+from workspace_agent.samples.scripted_model import text_reply, tool_reply
+
+
+def job_rule(request: dict) -> dict:
+    """The jobs' model: a prompt naming a note asks to save it; after a tool's result, it reports it."""
+    messages = request.get("messages", [])
+    if messages and messages[-1].get("role") == "tool":
+        return text_reply(f"report: {messages[-1].get('content')}")
+    text = str(messages[-1].get("content")) if messages else ""
+    if "note" in text and "save_note" in {t["function"]["name"] for t in request.get("tools", [])}:
+        return tool_reply(("save_note", {"text": "weekly figures"}))
+    return text_reply("nothing to do")
+
+
+async def wait_for(check, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if value := await check():
+            return value
+        await asyncio.sleep(0.5)
+    pytest.fail(f"waited {seconds} s for {what}")
+
+
+async def test_a_job_waits_for_its_owner_and_is_approved_from_its_runs(
+    secured_server,  # noqa: F811
+    llm,
+    monkeypatch,
+    workspace,
+):
+    monkeypatch.setattr(llm, "rule", job_rule)
+    alice = get_client(url=secured_server, api_key=KEYS["alice"])
+    bob = get_client(url=secured_server, api_key=KEYS["bob"])
+    name = f"notes-{workspace}"[:60]
+    job = Job(
+        name=name,
+        workspace=workspace,
+        prompt="@agent save a note of the weekly figures",
+        schedule="0 9 * * 1",
+        timezone="Europe/Lisbon",
+        tools=["save_note", "calculate"],
+        time_limit=120,
+    )
+    await create_job(alice, job)
+    with pytest.raises(JobError, match="exists already"):
+        await create_job(alice, job)
+    listed = [j for j, _ in await list_jobs(alice)]
+    assert listed == [job], "the job reads back as it was written"
+    assert await job_runs(alice, name) == [], "created, not run: the first run is at the first slot"
+
+    thread = await run_now(alice, name)
+    runs = await wait_for(lambda: _waiting(alice, name), 60, "the run to wait on its approval card")
+    assert [r.thread_id for r in runs] == [thread]
+    card = runs[0].waiting_on
+    assert card is not None and card["type"] == "tool_approval"
+    assert [(a["name"], a["args"]) for a in card["action_requests"]] == [
+        ("save_note", {"text": "weekly figures"})
+    ]
+    offered = [t["function"]["name"] for t in llm.requests[-1]["tools"]]
+    assert sorted(offered) == ["calculate", "save_note"], "the job's tools only; never ask_person"
+
+    # bob sees nothing of it, and cannot run, edit, pause, approve or read it
+    assert await list_jobs(bob) == [] and await find_job(bob, name) is None
+    for attempt in (run_now(bob, name), edit_job(bob, name, prompt="x"), set_enabled(bob, name, False)):
+        with pytest.raises(JobError, match="no job named"):
+            await attempt
+    with pytest.raises(JobError, match="no job named"):
+        await decide(bob, name, thread[:8], approve=True)
+    cron_id = (await find_job(alice, name))["cron_id"]
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await bob.crons.update(cron_id, enabled=False)
+    assert refused.value.response.status_code == 404
+    stolen = await bob.store.search_items(run_key("alice", name))
+    assert stolen["items"] == [], "bob's search is confined to his own part of the store"
+    with pytest.raises(httpx.HTTPStatusError):
+        await bob.threads.get(thread)
+
+    out = await decide(alice, name, thread[:8], approve=True)
+    assert out["messages"][-1]["content"].startswith("report: Saved note")
+    (run,) = await job_runs(alice, name)
+    assert run.state == "completed" and run.answer and run.answer.startswith("report: Saved note")
+
+    edited = await edit_job(alice, name, schedule="30 8 * * 1-5", tools=["calculate"])
+    assert edited.schedule == "30 8 * * 1-5" and (await list_jobs(alice))[0][0].tools == ["calculate"]
+    await set_enabled(alice, name, False)
+    assert (await find_job(alice, name))["enabled"] is False
+    await delete_job(alice, name)
+    assert await find_job(alice, name) is None
+    assert (await alice.threads.get(thread))["thread_id"] == thread, "a deleted job's runs stay"
+
+
+async def _waiting(client, name):
+    runs = await job_runs(client, name)
+    return runs if runs and runs[0].state == "waiting" else None
+
+
+async def test_a_job_fires_on_its_schedule_under_langgraph_dev(secured_server, llm, monkeypatch, workspace):  # noqa: F811
+    monkeypatch.setattr(llm, "rule", job_rule)
+    alice = get_client(url=secured_server, api_key=KEYS["alice"])
+    name = f"tick-{workspace}"[:60]
+    await create_job(
+        alice, Job(name=name, workspace=workspace, prompt="@agent anything new?", schedule="* * * * *")
+    )
+    try:
+        runs = await wait_for(lambda: job_runs(alice, name), 80, "the minute's firing")
+        run = await wait_for(lambda: _finished(alice, name), 30, "the fired run to finish")
+        assert len(runs) == 1 and run.answer == "nothing to do"
+    finally:
+        await delete_job(alice, name)
+
+
+async def _finished(client, name):
+    runs = await job_runs(client, name)
+    return runs[0] if runs and runs[0].state == "completed" else None
+
+
+@pytest.fixture
+async def own_database(database_url: str) -> AsyncIterator[str]:
+    """A database of its own on the session's server: no other launcher of the session polls its crons."""
+    name = f"jobs_{uuid.uuid4().hex[:8]}"
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute(f"CREATE DATABASE {name}")
+    yield urlunsplit(urlsplit(database_url)._replace(path=f"/{name}"))  # Aegra reads a URL, not a DSN
+    await close_pools()
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def starts(runs) -> list[float]:
+    return sorted(r.started_at for r in runs)
+
+
+async def test_two_instances_fire_each_slot_once_and_a_missed_slot_once_after_a_restart(
+    serve, llm, monkeypatch, own_database, workspace
+):
+    monkeypatch.setattr(llm, "rule", job_rule)
+    fast = {"CRON_POLL_INTERVAL_SECONDS": "1", "CRON_ALLOW_SECONDS_SCHEDULE": "true"}
+    served = serve(instances=2, DATABASE_URL=own_database, **fast)
+    clients = [get_client(url=u) for u in served.urls]
+    name = "every-four-seconds"
+    job = Job(name=name, workspace=workspace, prompt="@agent anything new?", schedule="*/4 * * * * *")
+    await create_job(clients[0], job)
+    await asyncio.sleep(14)  # three slots or so, each polled by both instances every second
+    await set_enabled(clients[1], name, False)
+    await asyncio.sleep(2)
+    fired = starts(await job_runs(clients[1], name))
+    assert 2 <= len(fired) <= 4, fired
+    gaps = [b - a for a, b in itertools.pairwise(fired)]
+    assert all(g > 2 for g in gaps), f"a slot fired twice: runs {gaps} s apart"
+
+    await set_enabled(clients[0], name, True)
+    served.stop()
+    down = time.time()
+    await asyncio.sleep(14)  # three slots or more pass with no instance up
+    served = serve(instances=2, port=served.port, DATABASE_URL=own_database, **fast)
+    clients = [get_client(url=u) for u in served.urls]
+    await asyncio.sleep(3)  # the missed slot is fired at the first poll; the next is 4 s after it at most
+    await set_enabled(clients[0], name, False)
+    await asyncio.sleep(2)
+    after = [t for t in starts(await job_runs(clients[0], name)) if t > down]
+    assert len(after) in (1, 2), f"the missed slots fired {len(after)} times after the restart"
+    if len(after) == 2:
+        assert after[1] - after[0] > 2, "two runs at the restart: the missed slots were fired one by one"
