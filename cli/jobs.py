@@ -289,6 +289,11 @@ def _changes(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in given.items() if v is not None}
 
 
+def _say(console: Console, line: str) -> None:
+    """One line as it is, tabs kept: for scripts, never wrapped, coloured or read as markup."""
+    console.file.write(line + "\n")
+
+
 def _print_runs(console: Console, runs: list[JobRun]) -> None:
     for run in runs:
         when = datetime.fromtimestamp(run.started_at).isoformat(timespec="seconds")
@@ -300,7 +305,7 @@ def _print_runs(console: Console, runs: list[JobRun]) -> None:
             line += f"\twaits for an answer: {run.waiting_on.get('question')}"
         elif run.answer:
             line += f"\t{run.answer[:120]}"
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        _say(console, line)
 
 
 async def _work(args: argparse.Namespace, console: Console) -> int:
@@ -311,32 +316,32 @@ async def _work(args: argparse.Namespace, console: Console) -> int:
         job = Job(**values, enabled=not args.paused)
         await create_job(client, job)
         first = "paused" if args.paused else f"first run {next_runs(job)[0].isoformat(timespec='minutes')}"
-        console.print(
-            f"scheduled job {job.name} in {job.workspace}: {job.schedule} ({job.timezone}), {first}"
+        _say(
+            console, f"scheduled job {job.name} in {job.workspace}: {job.schedule} ({job.timezone}), {first}"
         )
     elif action == "edit":
         job = await edit_job(client, name, **_changes(args))
-        console.print(f"job {job.name}: {job.schedule} ({job.timezone}), time limit {job.time_limit:g} s")
+        _say(console, f"job {job.name}: {job.schedule} ({job.timezone}), time limit {job.time_limit:g} s")
     elif action == "list":
         for job, _cron in await list_jobs(client):
             upcoming = next_runs(job)[0].isoformat(timespec="minutes") if job.enabled else "paused"
             tools = ",".join(job.tools) if job.tools is not None else "workspace's tools"
             fields = [job.name, job.workspace, job.schedule, job.timezone, upcoming, tools, job.prompt[:60]]
-            console.print("\t".join(fields), highlight=False, markup=False, soft_wrap=True)
+            _say(console, "\t".join(fields))
     elif action in ("pause", "resume"):
         await set_enabled(client, name, action == "resume")
-        console.print(f"job {name} {'paused' if action == 'pause' else 'resumed'}")
+        _say(console, f"job {name} {'paused' if action == 'pause' else 'resumed'}")
     elif action == "delete":
         await delete_job(client, name)
-        console.print(f"job {name} deleted; the threads of its runs stay")
+        _say(console, f"job {name} deleted; the threads of its runs stay")
     elif action == "run":
-        console.print(f"job {name} started: thread {await run_now(client, name)}", highlight=False)
+        _say(console, f"job {name} started: thread {await run_now(client, name)}")
     elif action == "runs":
         _print_runs(console, await job_runs(client, name))
     else:
         result = await decide(client, name, args.run, action == "approve")
         messages = result.get("messages") or [{}]
-        console.print(str(messages[-1].get("content", "")), highlight=False, markup=False)
+        _say(console, str(messages[-1].get("content", "")))
     return 0
 
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -199,3 +203,49 @@ async def test_two_instances_fire_each_slot_once_and_a_missed_slot_once_after_a_
     assert len(after) in (1, 2), f"the missed slots fired {len(after)} times after the restart"
     if len(after) == 2:
         assert after[1] - after[0] > 2, "two runs at the restart: the missed slots were fired one by one"
+
+
+def jobs_cli(server: str, *args: str) -> subprocess.CompletedProcess:
+    """``workspace-agent jobs`` as a person types it, against ``server``."""
+    command = [str(Path(sys.executable).with_name("workspace-agent")), *args[:2], "jobs", "--server", server]
+    env = {**os.environ, "TZ": "Europe/Berlin"}
+    return subprocess.run([*command, *args[2:]], env=env, capture_output=True, text=True, timeout=120)
+
+
+async def test_the_command_line_schedules_runs_lists_and_approves_a_job(
+    dev_server, llm, monkeypatch, workspace
+):
+    monkeypatch.setattr(llm, "rule", job_rule)
+    at = ("--workspace", workspace)
+    name = f"cli-{workspace}"[:60]
+    add = jobs_cli(
+        dev_server, *at, "add", name, "--prompt", "@agent save a note", "--schedule", "0 7 * * 1-5"
+    )
+    assert add.returncode == 0, add.stderr
+    assert "0 7 * * 1-5 (Europe/Berlin)" in add.stdout and "first run" in add.stdout
+    listed = jobs_cli(dev_server, *at, "list")
+    assert f"{name}\t{workspace}\t0 7 * * 1-5\tEurope/Berlin\t" in listed.stdout, listed.stdout
+
+    started = jobs_cli(dev_server, *at, "run", name)
+    assert started.returncode == 0, started.stderr
+    thread = started.stdout.split("thread ")[1].strip()
+    client = get_client(url=dev_server)
+    await wait_for(lambda: _waiting(client, name), 60, "the run to wait for approval")
+    runs = jobs_cli(dev_server, *at, "runs", name)
+    assert f"{thread[:8]}" in runs.stdout and "waiting" in runs.stdout
+    assert 'save_note({"text": "weekly figures"})' in runs.stdout, runs.stdout
+
+    rejected = jobs_cli(dev_server, *at, "reject", name, thread[:8])
+    assert rejected.returncode == 0, rejected.stderr
+    assert "report: " in rejected.stdout and "reject" in rejected.stdout.lower()
+    assert "completed" in jobs_cli(dev_server, *at, "runs", name).stdout
+
+    bad = jobs_cli(dev_server, *at, "edit", name, "--schedule", "every monday")
+    assert bad.returncode == 1 and "not a five-field cron schedule" in bad.stderr
+    bad = jobs_cli(dev_server, *at, "edit", name, "--tz", "Mars/Olympus")
+    assert bad.returncode == 1 and "IANA time zone" in bad.stderr
+    assert jobs_cli(dev_server, *at, "pause", name).returncode == 0
+    assert "\tpaused\t" in jobs_cli(dev_server, *at, "list").stdout
+    assert jobs_cli(dev_server, *at, "delete", name).returncode == 0
+    gone = jobs_cli(dev_server, *at, "run", name)
+    assert gone.returncode == 1 and "no job named" in gone.stderr
