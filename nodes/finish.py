@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -38,7 +37,9 @@ async def finish(
     if stop == "timed_out":  # the person is told in words; what ran stays in the thread above
         ran = sorted({m.name or "a tool" for m in turn if isinstance(m, ToolMessage) and m.status != "error"})
         done = f" It had run: {', '.join(ran)}." if ran else " It had run no tool."
-        answer = AIMessage(TIMED_OUT.format(limit=ctx.time_limit or 0) + done, id=str(uuid.uuid4()))
+        # keyed by the turn's message, so finish run again after a crash logs and adds it once
+        key = f"timed-out-{turn[0].id if turn else ''}"
+        answer = AIMessage(TIMED_OUT.format(limit=ctx.time_limit or 0) + done, id=key)
     text = message_text(answer)
     if stop is None:
         stop = "terminated" if text == TERMINATE else "answered"
