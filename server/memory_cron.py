@@ -74,8 +74,10 @@ def scheduler_env(interval: str | None) -> dict[str, str]:
     default, 60 s, would start a 9:00 job at up to 9:01). A deployment's own ``CRON_*`` settings win.
     """
     schedule = cron_schedule(interval or DEFAULT_INTERVAL)
-    seconds = int(parse_interval(interval or DEFAULT_INTERVAL)) if schedule else JOB_POLL_SECONDS
-    env = {"CRON_POLL_INTERVAL_SECONDS": str(max(1, min(JOB_POLL_SECONDS, seconds // 2)))}
+    poll = JOB_POLL_SECONDS
+    if schedule:  # the memory job's own slots need a look at least twice an interval
+        poll = max(1, min(poll, int(parse_interval(interval or DEFAULT_INTERVAL)) // 2))
+    env = {"CRON_POLL_INTERVAL_SECONDS": str(poll)}
     if schedule and len(schedule.split()) == 6:
         env["CRON_ALLOW_SECONDS_SCHEDULE"] = "true"
     return env | {k: v for k, v in os.environ.items() if k.startswith("CRON_")}
