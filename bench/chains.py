@@ -22,7 +22,8 @@ more, written once ``fresh`` had been read; ``blind`` eight more, written once `
 ``last`` eight more, once ``final`` had; ``coda`` eight more, once ``last`` had; ``encore``
 eight more, once ``coda`` had; ``person`` eight more and ``single`` eight one-step-or-none questions (a sum,
 the weekday, a document fact, general knowledge), both written for the strict reading before the change they
-measure; ``plain`` and ``brief`` the same again, written before the turn's tools were chosen by relevance.
+measure; ``plain`` and ``brief`` the same again, written before the turn's tools were chosen by relevance;
+``morrow`` and ``nudge`` the same again, written in stop 48 before its change.
 
 Each task is read twice. ``done`` is the check alone (the number in the answer, the note). ``strict`` is how a
 person reads the turn (``strict_faults``): done, and no figure but the question's and the task's own, no call
@@ -856,10 +857,51 @@ BRIEF = [
     Task("thanks-french", "none", "@agent How do you say 'thank you' in French?", mentions("merci"),
          "merci", set()),
 ]  # fmt: skip
+#: Written in stop 48 before any change of that stop, and run untouched first: one per kind of two-step task.
+MORROW = [
+    Task("business-month-x3", "documents>calculate",
+         "@agent What do 3 Lanternfish Business installations cost per month in total?",
+         says(147), "147 (3 x 49 EUR)", {3, 49, 147}),
+    Task("team-pages-x7", "documents>calculate",
+         "@agent How many status pages do 7 Lanternfish Team installations give altogether?",
+         says(35), "35 (7 x 5)", {7, 5, 35}),
+    Task("date-note-down", "datetime>note", "@agent Note down today's date for me.",
+         note_with_date, "a note with today's date", clock_figures),
+    Task("times-note", "calculate>note", "@agent Work out 48 times 25 and save the answer as a note.",
+         note_says(1200), "a note with 1200", {48, 25, 1200}),
+    Task("sum-then-times", "calculate>calculate", "@agent Add 250 and 175, then multiply the sum by 4.",
+         says(1700), "1700", {250, 175, 425, 4, 1700}),
+    Task("years-since-1969", "datetime>calculate", "@agent How many years ago was 1969?",
+         says(lambda o: {y - 1969 for y in this_year(o)}), "this year - 1969",
+         lambda o: clock_figures(o) | {1969.0} | {y - 1969 for y in this_year(o)}),
+    Task("pause-minutes-note", "documents>note",
+         "@agent Find out for how many minutes Lanternfish pauses alerts when most checks fail together, "
+         "and save that in a note.", note_says(10), "a note with 10", {10, 80}),
+    Task("business-x12-note", "documents>calculate>note",
+         "@agent Take the monthly price of the Lanternfish Business plan, multiply it by 12, and save the "
+         "result in a note.", note_says(588), "a note with 588 (12 x 49)", {49, 12, 588}),
+]  # fmt: skip
+#: One step or none, written with ``morrow`` and run untouched first. None asks for a write.
+NUDGE = [
+    Task("divide-only", "calculate", "@agent What is 906 divided by 3?", says(302), "302", {906, 3, 302}),
+    Task("times-only", "calculate", "@agent What is 17 times 19?", says(323), "323", {17, 19, 323}),
+    Task("weekday-now", "datetime", "@agent Which day of the week is it?", weekday_named, "today's weekday",
+         clock_figures),
+    Task("month-now", "datetime", "@agent What month are we in?", month_named, "this month", clock_figures),
+    Task("memory-needed", "documents",
+         "@agent How much memory does a Lanternfish server need for up to 200 checks?",
+         says(512), "512 MB", {512, 200, 1}),
+    Task("refund-window", "documents", "@agent Within how many days can I get a Lanternfish refund?",
+         says(30), "30 days", {30}),
+    Task("largest-planet", "none", "@agent What is the largest planet in our solar system?",
+         mentions("Jupiter"), "Jupiter", set()),
+    Task("mona-lisa", "none", "@agent Who painted the Mona Lisa?", mentions("Leonardo"), "Leonardo",
+         set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
-         "brief": BRIEF}  # fmt: skip
+         "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
