@@ -19,6 +19,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 
+from .prompts import ALREADY_RUN
+
 
 def message_text(message: BaseMessage | dict) -> str:
     """The text a message carries, with content blocks joined (web clients send lists of blocks)."""
@@ -202,11 +204,15 @@ def results_in_words(turn: Sequence[BaseMessage], limit: int = 400) -> list[str]
     """The turn's tool results as a person reads them: a line per result, the tool's name and its words.
 
     Never a call's arguments or JSON: this is what a person is shown when the model's own answer cannot be
-    (a call that could not run, figures no source holds), so it must not read like the machinery.
+    (a call that could not run, figures no source holds), so it must not read like the machinery. A repeated
+    call's result is the earlier one given again (``ALREADY_RUN``): it is shown once, without that note.
     """
     names = {c["id"]: c["name"] for m in turn if isinstance(m, AIMessage) for c in m.tool_calls}
-    return [
-        f"- {names.get(m.tool_call_id) or m.name or 'a tool'}: {' '.join(message_text(m).split())[:limit]}"
-        for m in turn
-        if isinstance(m, ToolMessage) and m.status != "error"
-    ]
+    lines: list[str] = []
+    for m in turn:
+        if isinstance(m, ToolMessage) and m.status != "error":
+            text = message_text(m).removesuffix(ALREADY_RUN)
+            line = f"- {names.get(m.tool_call_id) or m.name or 'a tool'}: {' '.join(text.split())[:limit]}"
+            if line not in lines:
+                lines.append(line)
+    return lines

@@ -58,6 +58,18 @@ async def test_when_the_second_answer_still_disagrees_the_person_reads_the_resul
     assert out["stop_reason"] == "answered"
 
 
+async def test_the_results_in_words_show_a_repeated_calls_result_once_and_no_note_of_the_repeat(
+    llm, saver, workspace, thread
+):
+    out = await turn(
+        llm, saver, workspace, thread,
+        CALCULATE,  # the 1.5B's habit: the same call again after its result
+        text_reply("That is 60 EUR per year."),
+        text_reply("Sorry: it is 84 EUR per year."),
+    )  # fmt: skip
+    assert out["messages"][-1].content == "The tools returned:\n- calculate: 720"
+
+
 async def test_an_answer_that_agrees_is_kept_with_one_model_call(llm, saver, workspace, thread):
     out = await turn(llm, saver, workspace, thread, text_reply("It costs 720 EUR a year for all 5."))
     assert out["messages"][-1].content == "It costs 720 EUR a year for all 5."
