@@ -3,6 +3,7 @@
 - ``langgraph dev`` with API keys: alice's job is listed, run now, waits on its approval card (a job never
   approves for the person), is approved from its list of runs and goes on; bob can neither see, run, edit
   nor read the runs of alice's job; the job fires on its schedule (the engine's crons).
+- ``make serve`` with API keys: alice's job is hers alone, and its run ends ``timed_out`` at its limit.
 - ``make serve`` with two instances, on a database of their own (no other server of the session polls its
   crons): a job fires on schedule, each slot once across both instances; after both are stopped for several
   slots, the missed job runs once when they are back, not once per missed slot.
@@ -27,6 +28,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
+from tests.serving.conftest import keyed_served_url, serving_env  # noqa: F401 - the Aegra fixtures
 from workspace_agent.checkpoints.db import close_pools
 from workspace_agent.cli.jobs import (
     JobError,
@@ -256,3 +258,40 @@ async def test_the_command_line_schedules_runs_lists_and_approves_a_job(
     assert jobs_cli(dev_server, *at, "delete", name).returncode == 0
     gone = jobs_cli(dev_server, *at, "run", name)
     assert gone.returncode == 1 and "no job named" in gone.stderr
+
+
+def slow_rule(request: dict) -> dict:
+    """A model that takes 6 s over any reply: a job's run with a shorter time limit ends on it."""
+    return {**text_reply("too late"), "delay": 6}
+
+
+async def test_under_make_serve_with_keys_a_job_is_its_owners_and_ends_at_its_time_limit(
+    keyed_served_url,  # noqa: F811
+    llm,
+    monkeypatch,
+    workspace,
+):
+    alice = get_client(url=keyed_served_url, api_key=KEYS["alice"])
+    bob = get_client(url=keyed_served_url, api_key=KEYS["bob"])
+    name = f"limit-{workspace}"[:60]
+    job = Job(
+        name=name, workspace=workspace, prompt="@agent anything new?", schedule="0 9 * * 1", time_limit=2
+    )
+    await create_job(alice, job)
+    assert await list_jobs(bob) == [] and await find_job(bob, name) is None
+    with pytest.raises(JobError, match="no job named"):
+        await run_now(bob, name)
+
+    monkeypatch.setattr(llm, "rule", slow_rule)
+    thread = await run_now(alice, name)
+    run = await wait_for(lambda: _ended(alice, name), 60, "the run to end")
+    assert run.thread_id == thread and run.state == "timed_out", run
+    assert run.answer and "time limit of 2 s" in run.answer
+    state = await alice.threads.get_state(thread)
+    assert [d["outcome"] for d in state["values"]["decisions"] if d["id"] == "J1"] == ["timed_out"]
+    await delete_job(alice, name)
+
+
+async def _ended(client, name):
+    runs = await job_runs(client, name)
+    return runs[0] if runs and runs[0].state not in ("running", "waiting") else None
