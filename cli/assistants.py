@@ -168,6 +168,18 @@ async def listing(client: LangGraphClient, workspace: str | None) -> list[Assist
             return sorted(found, key=lambda a: (workspace_of(a), a["graph_id"]))
 
 
+def server_options(parser: argparse.ArgumentParser) -> None:
+    """``--server`` and the (unlisted) ``--api-key`` of the commands that speak to a server as a user."""
+    parser.add_argument(
+        "--server",
+        default=os.environ.get("WORKSPACE_AGENT_SERVER", DEFAULT_SERVER),
+        help=f"server URL (default: $WORKSPACE_AGENT_SERVER, else {DEFAULT_SERVER})",
+    )
+    parser.add_argument(
+        "--api-key", default=os.environ.get("WORKSPACE_AGENT_API_KEY"), help=argparse.SUPPRESS
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``assistant create|list`` on the CLI's subcommands."""
     parser = sub.add_parser(

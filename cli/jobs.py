@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any, Literal, cast
+from urllib.parse import quote
 
 import httpx
 from langgraph_sdk import get_client
@@ -25,7 +26,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from ..core.jobs import DEFAULT_TIME_LIMIT, KIND, Job, next_runs, run_key
-from .assistants import DEFAULT_SERVER, context_of, ensure, find
+from .assistants import context_of, ensure, find, server_options
 
 RunState = Literal["running", "waiting", "completed", "timed_out", "failed"]
 
@@ -76,7 +77,14 @@ async def list_jobs(client: LangGraphClient) -> list[tuple[Job, Cron]]:
 
 
 async def _workspace_assistant(client: LangGraphClient, workspace: str) -> dict[str, Any]:
-    """The workspace's assistant, made (with the server's defaults) if the workspace has none yet."""
+    """The workspace's assistant, made (with the server's defaults) if the workspace has none yet.
+
+    A workspace shared with the caller (``owner/slug``) is run on the graph's own assistant: its runs take
+    the workspace's shared settings from the server, which are returned here as the context.
+    """
+    if "/" in workspace:
+        shared = await client.http.get(f"/workspaces/{quote(workspace, safe='/')}/settings")
+        return {"assistant_id": "agent", "context": shared.get("settings") or {}}
     assistant = await find(client, "agent", workspace)
     if assistant is None:
         assistant, _ = await ensure(client, "agent", workspace, {})
@@ -225,14 +233,7 @@ async def decide(client: LangGraphClient, name: str, run: str, approve: bool) ->
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``jobs add|list|edit|pause|resume|delete|run|runs|approve|reject``."""
     parser = sub.add_parser("jobs", help="scheduled agent jobs on a server (make serve, langgraph dev)")
-    parser.add_argument(
-        "--server",
-        default=os.environ.get("WORKSPACE_AGENT_SERVER", DEFAULT_SERVER),
-        help=f"server URL (default: $WORKSPACE_AGENT_SERVER, else {DEFAULT_SERVER})",
-    )
-    parser.add_argument(
-        "--api-key", default=os.environ.get("WORKSPACE_AGENT_API_KEY"), help=argparse.SUPPRESS
-    )
+    server_options(parser)
     actions = parser.add_subparsers(dest="jobs_action", required=True)
     for action, text in (
         ("add", "schedule a new job in --workspace"),

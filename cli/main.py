@@ -16,7 +16,7 @@ from typing import Any
 from ..checkpoints.db import run
 from ..core.context import Context, context_for, document_scope, parse_assignments
 from ..core.settings import ModelSettings
-from . import assistants, jobs
+from . import assistants, jobs, members
 from .chat import console, err, session
 from .endpoint import prepare_endpoint
 
@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     watch_run.add_argument("--interval", type=float, help="seconds between passes (WATCH_INTERVAL, 15)")
     assistants.add_parser(sub)
     jobs.add_parser(sub)
+    members.add_parser(sub)
     return parser
 
 
@@ -196,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             return assistants.command(args, console)
         if args.command == "jobs":
             return jobs.command(args, console)
+        if args.command == "members":
+            return members.command(args, console)
         _context(args)  # a bad flag is reported before a model is started for nothing
         endpoint = prepare_endpoint(args.demo, err)
         return run(session(args, endpoint, _context(args, endpoint.settings)))

@@ -45,16 +45,25 @@ SearchMode = Literal["dense", "hybrid"]
 LOCAL_USER = "default"
 
 
+def workspace_owner(user_id: str, workspace: str) -> tuple[str, str]:
+    """Whose workspace a name means, and its slug: ``owner/slug`` the owner's, a bare slug the user's own."""
+    owner, sep, slug = workspace.rpartition("/")
+    return (owner, slug) if sep else (user_id, workspace)
+
+
 def document_scope(user_id: str, workspace: str) -> str:
-    """The key a user's workspace keeps its documents under: each user has a namespace of workspaces.
+    """The key a workspace keeps its documents under: each user has a namespace of workspaces.
 
     With API keys on, ``user_id`` is always the key's user (``server/auth.py`` overwrites the context), so
-    a stranger naming someone's workspace reaches a workspace of that name in their own namespace: empty,
-    or theirs. Nothing tells the two apart, so a refusal can never reveal that another's exists. The local
-    user keeps the bare name, so a single-user install and its existing documents work as before. ``/``
-    cannot occur in a slug, so no two (user, workspace) pairs share a key.
+    a stranger naming someone's workspace by its slug reaches a workspace of that name in their own
+    namespace: empty, or theirs. Nothing tells the two apart, so a refusal can never reveal that another's
+    exists. A member names a shared workspace as ``owner/slug`` and reaches the owner's key; every path
+    that takes such a name from a client checks the membership first (``checkpoints.members.require``).
+    The local user keeps the bare name, so a single-user install and its existing documents work as
+    before. ``/`` cannot occur in a slug, so no two (owner, workspace) pairs share a key.
     """
-    return workspace if user_id == LOCAL_USER else f"{user_id}/{workspace}"
+    owner, slug = workspace_owner(user_id, workspace)
+    return slug if owner == LOCAL_USER else f"{owner}/{slug}"
 
 
 READ_ONLY_BUILTINS = [
@@ -65,6 +74,8 @@ READ_ONLY_BUILTINS = [
     "summarize_document",
 ]
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: A workspace as a run names it: its slug (the user's own), or ``owner/slug`` (one shared with the user).
+WORKSPACE_REF = re.compile(r"^(?:[A-Za-z0-9][^/\s]{0,127}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 # Inclusive bounds of the numeric settings; tool_timeout must also be above 0. The upper bounds keep a
 # typo from reaching PostgreSQL (a LIMIT beyond bigint) or holding a tool for days.
@@ -136,7 +147,7 @@ WANTS = {
 }
 #: What a text setting with a shape wants, for errors of its pattern or length.
 SHAPES = {
-    "workspace": "a slug (letters, digits, '.', '_', '-'; up to 64, not starting with a sign)",
+    "workspace": "a slug (letters, digits, '.', '_', '-'; up to 64, not starting with a sign), or owner/slug",
     "user_id": "a non-empty string up to 200 characters",
     "model": "a non-empty string up to 200 characters",
 }
@@ -235,8 +246,10 @@ class Context(Settings):
     #: made the context (``context_for``); ``None`` on ``Context`` itself, which reads the environment's.
     deployment: ClassVar[ModelSettings | None] = None
 
-    workspace: Annotated[str, Field(pattern=SLUG.pattern)] = Field(
-        default="default", description="Workspace slug: documents, chat log and memories are scoped by it."
+    workspace: Annotated[str, Field(pattern=WORKSPACE_REF.pattern)] = Field(
+        default="default",
+        description="Workspace slug: documents, chat log and memories are scoped by it. Another user's "
+        "workspace shared with this user is named owner/slug.",
     )
     user_id: Annotated[str, _TEXT] = Field(
         default=LOCAL_USER, description="Whose chat log, approvals and memories these are."
@@ -502,8 +515,10 @@ class MemoryContext(Settings):
 class IngestContext(Settings):
     """Where documents go and how they are cut: the per-run context of the ``ingest`` graph."""
 
-    workspace: Annotated[str, Field(pattern=SLUG.pattern)] = Field(
-        default="default", description="Workspace slug the documents are added to and searched in."
+    workspace: Annotated[str, Field(pattern=WORKSPACE_REF.pattern)] = Field(
+        default="default",
+        description="Workspace slug the documents are added to and searched in; owner/slug for one shared "
+        "with this user as a manager.",
     )
     user_id: Annotated[str, _TEXT] = Field(
         default=LOCAL_USER,

@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .context import SLUG
+from .context import SLUG, WORKSPACE_REF
 from .state import Decision, decision
 
 #: The store namespace a job's runs are recorded under, after the user's (``run_key``).
@@ -42,7 +42,9 @@ class Job(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=SLUG.pattern, description="The job's name, unique among its owner's jobs.")
-    workspace: str = Field(pattern=SLUG.pattern, description="The workspace the job runs in.")
+    workspace: str = Field(
+        pattern=WORKSPACE_REF.pattern, description="The workspace the job runs in (owner/slug: a shared one)."
+    )
     prompt: str = Field(min_length=1, max_length=8000, description="The message each run starts with.")
     schedule: str = Field(
         description="Five-field cron syntax, read in timezone (e.g. 0 9 * * 1-5). Six fields, seconds first, "

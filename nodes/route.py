@@ -10,6 +10,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from ..checkpoints.members import require
 from ..core.client_loop import clashes, exchange_problem
 from ..core.context import Context
 from ..core.conversation import (
@@ -167,6 +168,7 @@ async def route(
     the newest ``history_limit`` exchanges before it, so the thread shows what the model is given.
     """
     ctx = runtime.context
+    await require(ctx.user_id, ctx.workspace)  # a shared workspace's member, or refused before anything
     messages = state["messages"]
     continued = _typed_answer(messages)
     if continued is not None:

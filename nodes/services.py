@@ -11,6 +11,7 @@ from langchain_core.tools import BaseTool
 
 from ..checkpoints.chatlog import Records
 from ..checkpoints.chunks import DocumentStore
+from ..checkpoints.members import require
 from ..checkpoints.memories import PostgresMemories
 from ..core.context import Context, MemoryContext, document_scope
 from ..core.question import ASK_TOOL
@@ -18,6 +19,7 @@ from ..core.settings import ModelSettings, model_settings
 from ..providers.chat.models import chat_model
 from ..skills.ask import ask_person_tool
 from ..skills.builtin import builtin_tools
+from ..skills.document_tools import DOCUMENT_WRITERS
 from ..skills.mcp import load_mcp
 from ..skills.sql import sql_tools
 from ..skills.summaries import summary_tools
@@ -121,6 +123,8 @@ class Services:
                 continue
             tools[tool.name] = tool
         unchosen = {name for name in tools if not chosen(context, name)}
+        if not (await require(context.user_id, context.workspace)).allows("write"):
+            unchosen |= DOCUMENT_WRITERS & set(tools)  # a member reads a shared workspace's documents only
         for pattern in context.tools or []:
             if not any(fnmatchcase(name, pattern) for name in tools):
                 problems.append(f"the workspace's tools name {pattern!r}, which matches no tool")

@@ -20,11 +20,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import ValidationError
 
+from ..checkpoints.members import require
 from ..core.context import Context
 from ..core.conversation import EXECUTED_PREFIX
 from ..core.jobs import time_left
 from ..core.state import AgentState, Decision, ToolCallState, decision
 from ..providers.prompted.streaming import progress
+from ..skills.document_tools import DOCUMENT_WRITERS
 from .services import Services
 
 
@@ -68,6 +70,8 @@ async def execute_tool(
     try:
         if tool is None:
             raise LookupError(f"there is no tool named {call['name']!r}")
+        # a member removed while the call waited for approval reaches the workspace no more
+        await require(ctx.user_id, ctx.workspace, "write" if call["name"] in DOCUMENT_WRITERS else "read")
         # A tool that paces itself (one model call per section) applies tool_timeout to each of its steps.
         timeout = None if (tool.metadata or {}).get("paced") else ctx.tool_timeout
         left = time_left(state.get("deadline"))

@@ -46,6 +46,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from ..checkpoints.chunks import DocumentStore
+from ..checkpoints.members import require
 from ..core.context import Context
 from ..core.conversation import (
     ATTACHMENT_TYPES,
@@ -82,6 +83,8 @@ TEXT_ONLY = (
     "(it stays in the conversation, not in the workspace's documents)"
 )
 NOT_KEPT = "the image was neither read nor kept"
+#: Why a member's file is not added to a shared workspace (its owner and managers change its documents).
+MEMBERS_READ = "members of a shared workspace read its documents; its owner and managers add them"
 INLINE_ONLY = "it reads only files sent inline (base64)"
 #: What runs next, side by side, once the message is read (after ``route``, or after this node).
 AFTER_ROUTE: list[Literal["load_history", "retrieve", "recall"]] = ["load_history", "retrieve", "recall"]
@@ -261,13 +264,19 @@ def _refused(name: str, reason: str, image: bool, kept: bool = False) -> dict[st
 
 
 async def _take(
-    block: dict[str, Any], position: int, count: int, total: int, workspace: str, store: DocumentStore
+    block: dict[str, Any],
+    position: int,
+    count: int,
+    total: int,
+    workspace: str | None,
+    store: DocumentStore,
 ) -> tuple[dict[str, Any], int]:
     """What becomes of one attachment, and the bytes it adds to the message's total.
 
     A document is added to the workspace. An image is never read (the model is given text only) and never
     added, but stays in the conversation as it was sent, so the client still shows it after a reload, when
-    it is within the message's caps; past them its bytes go, as a refused file's do.
+    it is within the message's caps; past them its bytes go, as a refused file's do. ``workspace`` is
+    ``None`` for a member of a shared workspace, who cannot add to its documents.
     """
     image, name = is_image(block), _reference_name(block)
     try:
@@ -282,6 +291,8 @@ async def _take(
         return _refused(name, f"{exc}; {NOT_KEPT}" if image else str(exc), image), 0
     if image:
         return _refused(name, TEXT_ONLY, image, kept=True), len(raw)
+    if workspace is None:
+        return _refused(name, MEMBERS_READ, image), len(raw)
     try:
         return {"name": name, **await _add(raw, mime, name, workspace, store)}, len(raw)
     except Refused as exc:
@@ -327,13 +338,15 @@ async def ingest_uploads(state: AgentState, runtime: Runtime[Context], *, servic
     uploads: list[dict[str, Any]] = []
     notes: list[Decision] = []
     count, position, total = len(attachments(message)), 0, 0
+    ctx = runtime.context
+    writable = (await require(ctx.user_id, ctx.workspace)).allows("write")
     for block in message.content:
         if not isinstance(block, dict) or block.get("type") not in ATTACHMENT_TYPES:
             content.append(block)
             continue
         position += 1
         entry, size = await _take(
-            block, position, count, total, runtime.context.documents, services.documents
+            block, position, count, total, ctx.documents if writable else None, services.documents
         )
         total += size
         uploads.append(entry)

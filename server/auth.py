@@ -33,7 +33,8 @@ from uuid import UUID, uuid5
 
 from langgraph_sdk import Auth
 
-from ..core.context import ContextError
+from ..checkpoints.members import Members, WorkspaceUnknown, require
+from ..core.context import ContextError, workspace_owner
 from ..graphs.forks import STATE_WRITE_REFUSED
 from .policy import (
     PolicyError,
@@ -44,6 +45,7 @@ from .policy import (
     check_run_settings,
     run_parts,
     run_settings,
+    shared_settings,
 )
 
 LOCAL_USER = "default"
@@ -177,6 +179,33 @@ def _stamp(value: dict[str, Any], owner: str) -> None:
     metadata["owner"] = owner
 
 
+async def _join_shared(parts: dict[str, Any], user: str | None, keep: bool = True) -> None:
+    """A run naming a workspace shared with its user: the member check, then the workspace's settings.
+
+    The settings are those its owner's assistant holds (or a manager set), as published for its members
+    (``checkpoints/members.py``): they replace whatever the member's own assistant would merge in, and the
+    run keeps only its own, already checked, values on top. ``keep`` is false where the server stores the
+    request as it came (Aegra's crons): there only the check applies.
+    """
+    context = parts.get("context")
+    context = context if isinstance(context, dict) else {}
+    workspace = context.get("workspace")
+    if (
+        user is None
+        or not isinstance(context, dict)
+        or not isinstance(workspace, str)
+        or "/" not in workspace
+    ):
+        return
+    try:
+        access = await require(user, workspace)
+    except WorkspaceUnknown as exc:
+        raise Auth.exceptions.HTTPException(status_code=404, detail=str(exc)) from None
+    shared = await Members().settings(access.owner, access.workspace) if access.role != "owner" else None
+    if keep and shared is not None:
+        parts["context"] = {**shared, **context}
+
+
 def _admit_run(parts: dict[str, Any], owner: str | None) -> None:
     """Apply the run rules to a run's (or a cron's) parts, then make the caller its user."""
     try:
@@ -202,6 +231,7 @@ async def on_run(ctx: Ctx, value: dict[str, Any]) -> Filter:
         _service_only(value, "this run")
     else:
         _admit_run(run_parts(value), owner)
+        await _join_shared(run_parts(value), owner)
     if owner is None:
         return None
     _stamp(value, owner)  # a thread this run creates is the caller's
@@ -258,9 +288,32 @@ async def on_assistant_write(ctx: Ctx, value: dict[str, Any]) -> Filter:
         raise _refuse(exc) from None
     if owner is None:
         return None
+    await _publish_if_shared(value, owner)
     if ctx.action == "create" or isinstance(value.get("metadata"), dict):
         _stamp(value, owner)
     return _only(owner)
+
+
+async def _publish_if_shared(value: dict[str, Any], owner: str) -> None:
+    """An assistant serves its owner's own workspace; when that workspace is shared, its members follow it.
+
+    A member names a shared workspace in a run's context, never in an assistant of theirs: an assistant's
+    settings would otherwise stand in for the owner's.
+    """
+    context = value.get("context") or (value.get("config") or {}).get("configurable")
+    if not isinstance(context, dict) or value.get("graph_id") not in (None, "agent"):
+        return
+    workspace = context.get("workspace")
+    slug_owner, slug = workspace_owner(owner, workspace if isinstance(workspace, str) else "default")
+    if slug_owner != owner:
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail="an assistant serves its owner's own workspace: a member names a shared one (owner/slug) "
+            "in a run's context, and the run takes the workspace's own settings",
+        )
+    members = Members()
+    if (settings := shared_settings(context)) is not None and await members.is_shared(owner, slug):
+        await members.publish(owner, slug, settings, by=owner)
 
 
 @_handles(auth.on.assistants.search, auth.on.assistants.read)
@@ -292,7 +345,7 @@ async def on_store(ctx: Ctx, value: dict[str, Any]) -> None:
         value["namespace"] = (owner, *namespace)
 
 
-def _admit_cron(ctx: Ctx, value: dict[str, Any], owner: str | None) -> None:
+async def _admit_cron(ctx: Ctx, value: dict[str, Any], owner: str | None) -> None:
     """A user's cron runs under the run rules, as its creator.
 
     ``langgraph dev`` hands the handler the cron's ``payload`` and keeps its changes. Aegra hands it a copy
@@ -304,10 +357,12 @@ def _admit_cron(ctx: Ctx, value: dict[str, Any], owner: str | None) -> None:
         # an update that sends no context keeps the stored one: stamping a user here would replace it
         keeps = ctx.action != "create" and "context" not in payload and "config" not in payload
         _admit_run(payload, None if keeps else owner)
+        await _join_shared(payload, owner)
         return
     if ctx.action != "create" and "context" not in value and "config" not in value:
         return
     _admit_run({**value}, owner)  # the checks; the copy's user_id would not reach the server
+    await _join_shared({**value}, owner, keep=False)
     if owner is not None and not any(s.get("user_id") == owner for s in run_settings(value)):
         raise Auth.exceptions.HTTPException(
             status_code=403,
@@ -328,7 +383,7 @@ async def on_anything_else(ctx: Ctx, value: dict[str, Any]) -> Filter:
         if ctx.action == "create":
             _service_only(value, "this schedule")
     elif ctx.resource == "crons" and ctx.action in ("create", "update"):
-        _admit_cron(ctx, value, owner)
+        await _admit_cron(ctx, value, owner)
     elif isinstance(value.get("payload"), dict):
         _admit_run(value["payload"], owner)
     if owner is None:

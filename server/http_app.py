@@ -23,6 +23,7 @@ from .anythingllm_api import ping as anythingllm_ping
 from .anythingllm_api import routes as anythingllm_routes
 from .anythingllm_documents import routes as document_routes
 from .http_common import RouteError, caller
+from .members_api import routes as member_routes
 from .openai_api import routes as openai_routes
 
 
@@ -55,5 +56,6 @@ app = _application_class()(
         Mount("/api/v1", routes=[*anythingllm_routes, *document_routes]),
         Route("/api/ping", anythingllm_ping, methods=["GET"]),  # AnythingLLM's, outside /api/v1
         Route("/whoami", whoami, methods=["GET"]),
+        *member_routes,
     ]
 )

@@ -211,3 +211,16 @@ def check_assistant_context(values: Mapping[str, Any] | None, graph_id: str | No
             f"user_id is the authenticated user ({user!r}); an assistant cannot name {claimed!r}"
         )
     check_context_schema(values, graph_id)
+
+
+def shared_settings(values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A workspace's settings as its members' runs take them: every workspace field, defaults included.
+
+    Every field is written out, so none of a member's own assistant's values is merged in under them.
+    ``None`` for a context that is not an agent workspace's (a memory or ingest assistant's).
+    """
+    try:
+        context = Context(**values)
+    except (ContextError, TypeError, ValueError):
+        return None
+    return context.model_dump(mode="json", exclude={"user_id", "workspace", *RUN_ONLY})

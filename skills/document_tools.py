@@ -41,6 +41,10 @@ def _format_hits(query: str, found: Found, threshold: float) -> str:
     return "\n\n".join(parts)
 
 
+#: The tools that change a workspace's documents: its owner's and managers' only, never a member's.
+DOCUMENT_WRITERS = frozenset({"save_to_workspace"})
+
+
 def document_tools(workspace: str, store: DocumentStore | None = None) -> list[BaseTool]:
     """``search_documents`` (read-only) and ``save_to_workspace`` (writes, so it asks) for a workspace."""
     store = store or DocumentStore()

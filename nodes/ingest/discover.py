@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from ...checkpoints.chunks import DocumentStore
+from ...checkpoints.members import require
 from ...core.context import IngestContext
 from ...core.state import IngestState, decision
 from ...skills.documents import embedder
@@ -65,9 +66,11 @@ async def discover(
     Folders are searched recursively for supported types; other files in them are counted, not reported one
     by one. A path outside the documents roots (the deployment's, plus ``extra_roots`` from the program that
     compiled the graph) or that does not exist is a failure of that path only. A workspace whose vectors
-    came from another embedding model stops the run here, before anything is read or embedded.
+    came from another embedding model stops the run here, before anything is read or embedded, and so
+    does a shared workspace named by one of its members who is not a manager (or by a stranger).
     """
     ctx = runtime.context
+    await require(ctx.user_id, ctx.workspace, "write")  # a shared workspace takes documents from managers
     _, space = await embedder()
     await DocumentStore().check_space(ctx.documents, space)
     roots = await asyncio.to_thread(document_roots, extra_roots)
