@@ -82,6 +82,20 @@ async def shared_story(alice_url: str, bob_url: str, llm, workspace: str) -> Non
     listed = await bob.http.get(f"/workspaces/{shared}/members")
     assert listed["members"] == [{"user": "bob", "role": "manager", "added_by": "alice"}]
 
+    # settings: a manager's change, then the owner's own assistant, each reaches the members' runs
+    changed = await bob.http.put(f"/workspaces/{shared}/settings", json={"system_prompt": "Rota first."})
+    assert changed["settings"]["system_prompt"] == "Rota first."
+    start = len(llm.requests)
+    await turn(bob, llm, shared, QUESTION)
+    assert "Rota first." in prompts_since(llm, start)
+    [assistant] = await alice.assistants.search(graph_id="agent", metadata={"owner": "alice"}, limit=1)
+    await alice.assistants.update(
+        assistant["assistant_id"], context={"workspace": workspace, "system_prompt": "Owner's word."}
+    )
+    start = len(llm.requests)
+    await turn(bob, llm, shared, QUESTION)
+    assert "Owner's word." in prompts_since(llm, start)
+
     # removed: nothing more, in the stranger's words
     await alice.http.delete(f"/workspaces/{workspace}/members/bob")
     start = len(llm.requests)
