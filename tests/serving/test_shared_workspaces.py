@@ -9,6 +9,11 @@ document; removed, he reaches nothing of it again.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import httpx
 import pytest
 from langgraph_sdk import get_client
@@ -144,3 +149,22 @@ async def test_a_members_job_runs_in_the_shared_workspace_until_he_is_removed(
     assert caught.value.response.status_code == 404
     assert len(llm.requests) == start
     await delete_job(bob, job.name)
+
+
+def members_cli(server: str, user: str, *args: str) -> subprocess.CompletedProcess:
+    """``workspace-agent members`` as a person types it, with their key in the environment."""
+    command = [str(Path(sys.executable).with_name("workspace-agent")), "members", "--server", server, *args]
+    env = {**os.environ, "WORKSPACE_AGENT_API_KEY": KEYS[user]}
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+async def test_the_command_line_shares_lists_and_removes(secured_server, workspace):  # noqa: F811
+    shared = f"alice/{workspace}"
+    added = members_cli(secured_server, "alice", "add", workspace, "bob", "--role", "manager")
+    assert added.returncode == 0 and f"bob added to {shared} as manager" in added.stdout, added.stderr
+    listed = members_cli(secured_server, "bob", "list", shared)
+    assert f"{shared}: owner alice" in listed.stdout and "bob  manager  (added by alice)" in listed.stdout
+    assert f"{shared}  (manager)" in members_cli(secured_server, "bob", "shared").stdout
+    assert members_cli(secured_server, "alice", "remove", workspace, "bob").returncode == 0
+    refused = members_cli(secured_server, "bob", "list", shared)
+    assert refused.returncode == 1 and unknown_message(shared) in refused.stderr + refused.stdout
