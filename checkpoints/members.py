@@ -123,9 +123,7 @@ class Members:
         return url
 
     async def role(self, owner: str, workspace: str, user: str) -> str | None:
-        """``user``'s role in ``owner``'s workspace: ``owner``, ``manager``, ``member`` or ``None``."""
-        if user == owner:
-            return "owner"
+        """``user``'s role as a member of ``owner``'s workspace: ``manager``, ``member`` or ``None``."""
         async with connection(await self._url()) as conn:
             cur = await conn.execute(
                 "SELECT role FROM workspace_members WHERE owner = %s AND workspace = %s AND member = %s",
