@@ -41,6 +41,11 @@ def tool_reply(
     }
 
 
+def meant_for(text: str, reply: Reply) -> Reply:
+    """``reply``, taken only by a request whose last user message is ``text``."""
+    return {**reply, "to": text}
+
+
 def hashed_embedding(text: str, dim: int = 64) -> list[float]:
     """A deterministic bag-of-words embedding: texts sharing words are close, others nearly orthogonal."""
     vec = [0.0] * dim
@@ -133,11 +138,17 @@ class ScriptedLLM:
             self.embedding_requests.clear()
 
     def next_reply(self, request: dict[str, Any]) -> Reply:
-        """Record the request and pick its reply."""
+        """Record the request and pick its reply: the first queued one meant for it, else the rule's.
+
+        A reply queued with ``to=TEXT`` (see ``meant_for``) is taken only by a request whose last user message
+        is ``TEXT``, so a request from elsewhere on the same server (a run an earlier test left behind) cannot
+        take a test's scripted answer.
+        """
         with self._lock:
             self.requests.append(request)
-            if self.script:
-                return self.script.pop(0)
+            for i, reply in enumerate(self.script):
+                if "to" not in reply or reply["to"] == last_user_text(request):
+                    return self.script.pop(i)
         return self.rule(request)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from langgraph_sdk import get_client
 
 from tests.support.helpers import user_message
-from workspace_agent.samples.scripted_model import text_reply, tool_reply
+from workspace_agent.samples.scripted_model import last_user_text, meant_for, text_reply, tool_reply
 
 
 def shown(messages: list[dict]) -> list[tuple[str, str]]:
@@ -40,9 +40,14 @@ async def test_chat_then_agent_with_approval_both_stay_in_the_thread_and_reach_t
     thread_id = (await client.threads.create())["thread_id"]
     aid = assistant["assistant_id"]
 
-    llm.push(text_reply("Hello Ann, nice to meet you."))
+    # Each reply is taken only by this thread's request for it: the worker's scripted server is shared.
+    llm.push(meant_for("Hi, I am Ann.", text_reply("Hello Ann, nice to meet you.")))
     await client.runs.wait(thread_id, aid, input=user_message("Hi, I am Ann."))
-    llm.push(tool_reply(("save_note", {"text": "Ann likes tea"})), text_reply("Noted: Ann likes tea."))
+    tea = "remember that I like tea"
+    llm.push(
+        meant_for(tea, tool_reply(("save_note", {"text": "Ann likes tea"}))),
+        meant_for(tea, text_reply("Noted: Ann likes tea.")),
+    )
     await client.runs.wait(thread_id, aid, input=user_message("@agent remember that I like tea"))
     state = await client.threads.get_state(thread_id)
     assert state["next"] == ["approve"], "turn 2 waits for the person's approval"
@@ -66,7 +71,7 @@ async def test_chat_then_agent_with_approval_both_stay_in_the_thread_and_reach_t
     reloaded = await client.threads.get(thread_id)  # what a reload or the thread list reads
     assert shown(reloaded["values"]["messages"]) == shown(messages)
 
-    llm.push(text_reply("You told me you like tea."))
+    llm.push(meant_for("What do I like?", text_reply("You told me you like tea.")))
     await client.runs.wait(thread_id, aid, input=user_message("What do I like?"))
     after = (await client.threads.get_state(thread_id))["values"]["messages"]
     assert shown(after) == [
@@ -79,8 +84,12 @@ async def test_chat_then_agent_with_approval_both_stay_in_the_thread_and_reach_t
     ]
     # Turn 3's request holds exactly the history the thread shows; @agent was an instruction to route.
     expected = [(kind, text.removeprefix("@agent ")) for kind, text in shown(after)[:4]]
-    assert sent_history(llm.requests[-1]) == expected
-    assert llm.requests[-1]["messages"][-1]["content"] == "What do I like?"
+    ours = [r for r in llm.requests if last_user_text(r) in ("Hi, I am Ann.", tea, "What do I like?")]
+    assert [last_user_text(r) for r in ours] == ["Hi, I am Ann.", tea, tea, "What do I like?"], (
+        "one model call per chat turn, two for the approved call"
+    )
+    assert sent_history(ours[-1]) == expected
+    assert ours[-1]["messages"][-1]["content"] == "What do I like?"
 
 
 async def test_earlier_decisions_stay_reachable_through_the_checkpoint_history(dev_server, llm, workspace):
