@@ -9,7 +9,10 @@ workspaces and library (``document_scope``), named by the key's user.
 
 Mapping:
     - A workspace is a slug named by one of the caller's ``agent`` assistants (``context.workspace``);
-      ``default`` always exists. Its settings are the assistant's.
+      ``default`` always exists. Its settings are the assistant's. A workspace another user shared with the
+      caller is listed and named ``owner~slug`` (a path segment cannot hold the ``/`` of ``owner/slug``, and
+      no slug holds a ``~``); its settings are those published for its members, a manager changes them with
+      ``update``, and only its owner deletes it.
     - A conversation is a thread of the server. ``sessionId`` (none: the workspace's API conversation) and a
       thread's slug are kept in the thread's metadata, and found again by a search the server filters by
       owner: another user's session or thread is never found (404 for a thread slug, a new conversation of
@@ -65,6 +68,7 @@ from starlette.routing import BaseRoute, Route
 from ..checkpoints.chatlog import SCHEMA as CHAT_LOG_SCHEMA
 from ..checkpoints.chunks import Document, DocumentStore
 from ..checkpoints.db import connection, ensure_schema
+from ..checkpoints.members import Need, NotAllowed, WorkspaceUnknown, require
 from ..core.approval import ResumeError, checked_decisions
 from ..core.context import Context, ContextError, document_scope
 from ..providers.tokens import count as token_count
@@ -77,9 +81,12 @@ from .http_common import (
     read_json,
     refused_message,
     server_client,
+    shared_assistant,
+    shared_workspaces,
     workspace_assistants,
     workspace_of,
 )
+from .members_api import publish_change
 
 GRAPH = "agent"
 DEFAULT_WORKSPACE = "default"
@@ -88,6 +95,8 @@ WORKSPACE_KEY, SESSION_KEY, THREAD_KEY = "anythingllm_workspace", "anythingllm_s
 NO_KEY = "No valid api key found."
 SMALL_BODY = 1024 * 1024
 DECISIONS = ("approve", "edit", "reject")
+#: What joins owner and slug in a shared workspace's path slug (``owner~slug``).
+SHARED_MARK = "~"
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -210,23 +219,49 @@ def settings_of(assistant: Mapping[str, Any]) -> dict[str, Any]:
     return dict(assistant.get("context") or (assistant.get("config") or {}).get("configurable") or {})
 
 
-async def workspace(client: LangGraphClient, slug: str) -> Mapping[str, Any]:
+def named_workspace(slug: str) -> str:
+    """The workspace this API's slug names: the caller's own, or ``owner/slug`` for ``owner~slug``."""
+    owner, mark, name = slug.rpartition(SHARED_MARK)
+    return f"{owner}/{name}" if mark and owner and name else slug
+
+
+def path_workspace(request: Request) -> str:
+    """The workspace a path's ``{slug}`` names (``named_workspace``)."""
+    return named_workspace(str(request.path_params["slug"]))
+
+
+def path_slug(workspace: str) -> str:
+    """A workspace as this API's paths and records name it: ``owner/slug`` becomes ``owner~slug``."""
+    owner, sep, name = workspace.rpartition("/")
+    return f"{owner}{SHARED_MARK}{name}" if sep else workspace
+
+
+async def workspace(client: LangGraphClient, slug: str, user: str, need: Need = "read") -> Mapping[str, Any]:
     """The caller's assistant for ``slug``; 404 when the caller has no such workspace.
 
-    The server shows each caller their own assistants only, so a stranger's workspace is unknown here.
+    The server shows each caller their own assistants only, so a stranger's workspace is unknown here. A
+    workspace shared with the caller (``owner/slug``) is the one its members' runs start from, checked for
+    ``need``; one not shared with them is unknown in the same words.
     """
-    found = await assistant_for(client, slug)
+    unknown = RouteError(404, f"Workspace {path_slug(slug)} is not a valid workspace.")
+    try:
+        found = await shared_assistant(user, slug, need) or await assistant_for(client, slug)
+    except WorkspaceUnknown:
+        raise unknown from None
+    except NotAllowed as exc:
+        raise RouteError(403, str(exc)) from None
     if found is None and slug == DEFAULT_WORKSPACE:
         return {"assistant_id": GRAPH, "name": DEFAULT_WORKSPACE}
     if found is None:
-        raise RouteError(404, f"Workspace {slug} is not a valid workspace.")
+        raise unknown
     return found
 
 
-async def workspaces(client: LangGraphClient) -> dict[str, Mapping[str, Any]]:
-    """The caller's workspaces by slug, each with the assistant that holds its settings."""
+async def workspaces(client: LangGraphClient, user: str) -> dict[str, Mapping[str, Any]]:
+    """The caller's workspaces by slug, each with the assistant that holds its settings; shared ones too."""
     slugs = {workspace_of(a) for a in await workspace_assistants(client)} | {DEFAULT_WORKSPACE}
-    return {slug: await workspace(client, slug) for slug in sorted(slugs)}
+    slugs |= {ref for ref, _ in await shared_workspaces(user)}
+    return {slug: await workspace(client, slug, user) for slug in sorted(slugs)}
 
 
 def stamp(value: Any) -> Any:
@@ -249,7 +284,7 @@ def workspace_record(slug: str, assistant: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "id": assistant.get("assistant_id"),
         "name": assistant.get("name") if assistant.get("name") not in (None, GRAPH) else slug,
-        "slug": slug,
+        "slug": path_slug(slug),
         "vectorTag": None,
         "createdAt": stamp(assistant.get("created_at")),
         "openAiTemp": None,
@@ -322,9 +357,9 @@ def thread_record(
 @endpoint
 async def list_workspaces(request: Request) -> Response:
     """``GET /workspaces``: ``{"workspaces": [...]}``, each with its ``threads`` (``user_id slug name``)."""
-    await caller(request)
+    user = await caller(request)
     async with client_of(request) as client:
-        found = await workspaces(client)
+        found = await workspaces(client, user)
         listed = []
         for slug, assistant in found.items():
             threads = [{k: t[k] for k in ("user_id", "slug", "name")} for t in await threads_of(client, slug)]
@@ -358,10 +393,10 @@ async def get_workspace(request: Request) -> Response:
     ``user_id slug`` as its ``include`` selects.
     """
     user = await caller(request)
-    slug = request.path_params["slug"]
+    slug = path_workspace(request)
     async with client_of(request) as client:
         try:
-            assistant = await workspace(client, slug)
+            assistant = await workspace(client, slug, user)
         except RouteError:
             return JSONResponse({"workspace": []})
         threads = [{"user_id": t["user_id"], "slug": t["slug"]} for t in await threads_of(client, slug)]
@@ -425,7 +460,7 @@ async def new_workspace(request: Request) -> Response:
     if name is None:
         raise ApiError(400, {"workspace": None, "message": "name cannot be null"})
     async with client_of(request) as client:
-        taken = set(await workspaces(client))
+        taken = set(await workspaces(client, await caller(request)))
         slug = slugify(name)[:64].strip("-_.") or str(uuid.uuid4())
         if slug in taken:
             slug = f"{slug[:55]}-{uuid.uuid4().int % 90_000_000 + 10_000_000}"
@@ -439,19 +474,28 @@ async def update_workspace(request: Request) -> Response:
     """``POST /workspace/{slug}/update``: ``{"workspace": {...}, "message": null}``, as ``Workspace.update``.
 
     A body with no field a setting holds is 200 ``{"workspace": {"id"}, "message": "No valid fields to
-    update!"}`` as there. The built-in ``default`` workspace gets an assistant of the caller's own.
+    update!"}`` as there. The built-in ``default`` workspace gets an assistant of the caller's own. A
+    shared workspace's manager changes the settings published for its members (its name stays its
+    ``owner/slug``); a member is refused with 403.
     """
-    await caller(request)
+    user = await caller(request)
     body = await read_json(request, SMALL_BODY)
-    slug = request.path_params["slug"]
+    slug = path_workspace(request)
     async with client_of(request) as client:
-        assistant = await workspace(client, slug)
+        assistant = await workspace(client, slug, user, "write")
         name = workspace_name(body)
         if name is None and not any(body.get(theirs) is not None for theirs in WRITABLE):
             return JSONResponse(
                 {"workspace": {"id": assistant.get("assistant_id")}, "message": "No valid fields to update!"}
             )
         settings = written_settings(body, slug, settings_of(assistant))
+        if "/" in slug:
+            try:
+                published = await publish_change(user, await require(user, slug, "write"), settings)
+            except RouteError as exc:
+                raise ApiError(400, {"workspace": None, "message": exc.message}) from None
+            shared = {**assistant, "context": {**published, "workspace": slug}}
+            return JSONResponse({"workspace": workspace_record(slug, shared), "message": None})
         if (
             assistant.get("assistant_id") == GRAPH
             or (assistant.get("metadata") or {}).get("created_by") == "system"
@@ -471,10 +515,17 @@ async def delete_workspace(request: Request) -> Response:
     """``DELETE /workspace/{slug}``: 200 with an empty body; an unknown slug is 400, as AnythingLLM answers.
 
     Everything of the caller's in it goes: the assistants holding its settings, its threads (sessions and
-    thread slugs) and its documents. Another user's workspace of that name is unknown to the caller.
+    thread slugs) and its documents. Another user's workspace of that name is unknown to the caller; one
+    shared with the caller is its owner's to delete (403).
     """
     user = await caller(request)
-    slug = request.path_params["slug"]
+    slug = path_workspace(request)
+    if "/" in slug:
+        try:
+            await require(user, slug)
+        except WorkspaceUnknown:
+            return Response(status_code=400)
+        raise RouteError(403, f"{slug} is shared with you: only its owner deletes it")
     async with client_of(request) as client:
         mine = [a for a in await workspace_assistants(client) if workspace_of(a) == slug]
         mine = [a for a in mine if (a.get("metadata") or {}).get("created_by") != "system"]
@@ -558,7 +609,7 @@ async def new_thread(request: Request) -> Response:
     """
     user = await caller(request)
     body = await read_json(request, SMALL_BODY)
-    slug = request.path_params["slug"]
+    slug = path_workspace(request)
     name = str(body["name"]) if body.get("name") else "Thread"
     given = body.get("slug")
     if given is not None and (not isinstance(given, str) or not given.strip()):
@@ -567,7 +618,7 @@ async def new_thread(request: Request) -> Response:
     if not thread_slug:
         raise ApiError(400, {"thread": None, "message": f"slug {given!r} has no character a slug can keep"})
     async with client_of(request) as client:
-        assistant = await workspace(client, slug)
+        assistant = await workspace(client, slug, user)
         if given and await conversation(client, slug, THREAD_KEY, thread_slug, create=False):
             message = f"Unique constraint failed on the fields: (`slug`): {thread_slug!r} exists in {slug}"
             return JSONResponse({"thread": None, "message": message})
@@ -590,9 +641,9 @@ async def update_thread(request: Request) -> Response:
     name = body.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ApiError(400, {"thread": None, "message": "name must be a non-empty string"})
-    slug, thread_slug = request.path_params["slug"], request.path_params["thread"]
+    slug, thread_slug = path_workspace(request), request.path_params["thread"]
     async with client_of(request) as client:
-        assistant = await workspace(client, slug)
+        assistant = await workspace(client, slug, user)
         thread_id = await conversation(client, slug, THREAD_KEY, thread_slug, create=False)
         if thread_id is None:
             raise ApiError(404, {"message": "Thread not found"})
@@ -609,10 +660,10 @@ async def delete_thread(request: Request) -> Response:
     Every thread of the caller's with that slug in the workspace goes, with its checkpoints; a slug with none
     is 200 too (AnythingLLM deletes by slug and does not look first).
     """
-    await caller(request)
-    slug, thread_slug = request.path_params["slug"], request.path_params["thread"]
+    user = await caller(request)
+    slug, thread_slug = path_workspace(request), request.path_params["thread"]
     async with client_of(request) as client:
-        await workspace(client, slug)
+        await workspace(client, slug, user)
         found = await client.threads.search(
             metadata={WORKSPACE_KEY: slug, THREAD_KEY: thread_slug}, limit=100
         )
@@ -922,12 +973,12 @@ async def start_chat(
     unknown thread slug is, and a conversation waiting for no approval is 409; nothing runs either way
     (a resume of a thread with nothing to resume fails on the server).
     """
-    await caller(request)
+    user = await caller(request)
     parts = chat_request(await read_json(request))
-    slug = request.path_params["slug"]
+    slug = path_workspace(request)
     resuming = bool(parts["decisions"] or parts["answer"])
     async with client_of(request) as client:
-        assistant = await workspace(client, slug)
+        assistant = await workspace(client, slug, user)
         key, name = (SESSION_KEY, parts["session"]) if thread_slug is None else (THREAD_KEY, thread_slug)
         opened = thread_slug is None and not parts["reset"] and not resuming  # started by a first message
         thread_id = await conversation(client, slug, key, name, create=opened)
@@ -1182,10 +1233,10 @@ async def chat_history(request: Request, key: str, name: str) -> Response:
     (``workspaceThread/index.js``); a session's honour ``limit`` (default 100) and ``orderBy``
     (``asc``/``desc``) and show refusals too (``forWorkspaceByApiSessionId`` of ``workspaceChats.js``).
     """
-    await caller(request)
-    slug = request.path_params["slug"]
+    user = await caller(request)
+    slug = path_workspace(request)
     async with client_of(request) as client:
-        await workspace(client, slug)
+        await workspace(client, slug, user)
         thread_id = await conversation(client, slug, key, name, create=False)
     if thread_id is None and key == THREAD_KEY:
         raise ApiError(404, {"message": "Thread not found"})

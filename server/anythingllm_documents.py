@@ -70,6 +70,9 @@ from .anythingllm_api import (
     client_of,
     document_record,
     endpoint,
+    named_workspace,
+    path_slug,
+    path_workspace,
     read_body,
     settings_of,
     workspace,
@@ -188,18 +191,29 @@ def target_slugs(targets: Any) -> list[str]:
     if not isinstance(targets, str):
         error = f"addToWorkspaces must be a string of comma-separated workspace slugs. Got {type(targets)}"
         raise ApiError(422, {"success": False, "error": error})
-    return [s.strip() for s in targets.split(",") if s.strip()]
+    return [named_workspace(s.strip()) for s in targets.split(",") if s.strip()]
 
 
-async def check_workspaces(request: Request, slugs: list[str]) -> None:
-    """Refuse an upload naming a workspace the caller does not have (404, as AnythingLLM words it)."""
-    if not slugs:
-        return
+async def check_workspaces(request: Request, user: str, slugs: list[str]) -> None:
+    """Refuse an upload to a workspace the caller lacks (404, AnythingLLM's words) or may not change (403).
+
+    In a shared workspace members read the documents and managers change them.
+    """
     async with client_of(request) as client:
-        known = await workspaces(client)
-    missing = [s for s in slugs if s not in known]
-    if missing:
-        raise ApiError(404, {"success": False, "error": f"Workspace {missing[0]} is not a valid workspace."})
+        for slug in slugs:
+            try:
+                await workspace(client, slug, user, "write")
+            except RouteError as exc:
+                raise ApiError(exc.status, {"success": False, "error": exc.message}) from None
+
+
+async def own_workspaces(request: Request, user: str) -> dict[str, Mapping[str, Any]]:
+    """The caller's own workspaces, not those shared with them: what their library's pins and removals reach.
+
+    A document removed from one's library leaves the workspaces others share with one untouched.
+    """
+    async with client_of(request) as client:
+        return {s: a for s, a in (await workspaces(client, user)).items() if "/" not in s}
 
 
 async def stored(user: str, record: dict[str, Any], text: str, digest: str, slugs: list[str]) -> Response:
@@ -234,7 +248,7 @@ async def stored(user: str, record: dict[str, Any], text: str, digest: str, slug
         "pageContent": text,
         "location": location,
         "isDirectUpload": False,
-        "workspaces": [{"slug": slug, **entry} for slug, entry in added.items()],
+        "workspaces": [{"slug": path_slug(slug), **entry} for slug, entry in added.items()],
     }
     return JSONResponse({"success": True, "error": None, "documents": [answer]})
 
@@ -274,7 +288,7 @@ async def upload_document(request: Request) -> Response:
     """
     user = await caller(request)
     name, raw, mime, slugs, metadata = await uploaded_file(request)
-    await check_workspaces(request, slugs)
+    await check_workspaces(request, user, slugs)
     suffix = Path(name).suffix.lower()
     suffix = suffix if suffix in SUPPORTED_SUFFIXES else MIME_SUFFIXES.get(mime.lower(), suffix)
     try:
@@ -317,7 +331,7 @@ async def upload_raw_text(request: Request) -> Response:
         raise ApiError(
             413, {"success": False, "error": f"the text is over {upload_limit()} bytes (UPLOAD_MAX_BYTES)"}
         )
-    await check_workspaces(request, slugs)
+    await check_workspaces(request, user, slugs)
     await ensure_tokenizer()
     slug = slugged(Path(metadata["title"]).stem).lower()
     defaults = {
@@ -349,7 +363,7 @@ async def upload_link(request: Request) -> Response:
     if body.get("scraperHeaders"):
         error = "scraperHeaders are not supported: the server does not send a client's headers to a page"
         raise ApiError(400, {"success": False, "error": error, "documents": []})
-    await check_workspaces(request, slugs)
+    await check_workspaces(request, user, slugs)
     try:
         page = await fetch(link)
         _, text = await page_text(page)
@@ -393,8 +407,7 @@ async def library_records(request: Request, user: str) -> list[dict[str, Any]]:
     """The caller's library, by name, each with the ids of the caller's workspaces that pin it."""
     store = DocumentStore()
     documents = await store.list_documents(library_of(user))
-    async with client_of(request) as client:
-        slugs = await workspaces(client)
+    slugs = await own_workspaces(request, user)
     ids = {document_scope(user, slug): assistant.get("assistant_id") for slug, assistant in slugs.items()}
     held = await store.holders(list(ids), [d.source for d in documents])
     pinned: dict[str, list[Any]] = {}
@@ -541,11 +554,13 @@ async def update_embeddings(request: Request) -> Response:
     user = await caller(request)
     body = await read_json(request, SMALL_BODY)
     adds, deletes = locations(body, "adds"), locations(body, "deletes")
-    slug = request.path_params["slug"]
+    slug = path_workspace(request)
     async with client_of(request) as client:
         try:
-            assistant = await workspace(client, slug)
-        except RouteError:  # unknown to the caller, another user's included
+            assistant = await workspace(client, slug, user, "write")
+        except RouteError as exc:  # unknown to the caller, another user's included; a member's refusal
+            if exc.status == 403:
+                raise
             return Response(status_code=400)
     store, scope = DocumentStore(), document_scope(user, slug)
     gone = [d.id for d in await store.holders([scope], deletes)]
@@ -570,8 +585,7 @@ async def remove_documents(request: Request) -> Response:
     names = locations(body, "names") if "names" in body else None
     if names is None:
         raise ApiError(400, {"success": False, "message": "names must be a list of document locations"})
-    async with client_of(request) as client:
-        slugs = await workspaces(client)
+    slugs = await own_workspaces(request, user)
     scopes = [library_of(user), *(document_scope(user, slug) for slug in slugs)]
     store = DocumentStore()
     by_scope: dict[str, list[int]] = {}
@@ -595,11 +609,11 @@ async def update_pin(request: Request) -> Response:
     """
     user = await caller(request)
     body = await read_json(request, SMALL_BODY)
-    slug, path, pinned = request.path_params["slug"], body.get("docPath"), body.get("pinStatus", False)
+    slug, path, pinned = path_workspace(request), body.get("docPath"), body.get("pinStatus", False)
     if not isinstance(path, str) or not isinstance(pinned, bool):
         raise ApiError(400, {"message": "docPath must be a string and pinStatus true or false"})
     async with client_of(request) as client:
-        await workspace(client, slug)
+        await workspace(client, slug, user, "write")
     store, scope = DocumentStore(), document_scope(user, slug)
     document = await store.get_document(scope, path)
     if document is None:
@@ -622,9 +636,9 @@ async def vector_search(request: Request) -> Response:
     """``POST /workspace/{slug}/vector-search``: ``{query, topN, scoreThreshold}`` → ``{"results"}``."""
     user = await caller(request)
     body = await read_json(request, SMALL_BODY)
-    slug = request.path_params["slug"]
+    slug = path_workspace(request)
     async with client_of(request) as client:
-        settings = settings_of(await workspace(client, slug))
+        settings = settings_of(await workspace(client, slug, user))
     query = body.get("query")
     if not isinstance(query, str) or not query:
         raise ApiError(400, {"message": "Query parameter cannot be empty."})

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+from typing import Any, cast
 
 from langgraph_sdk import Auth, get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Assistant
 from starlette.requests import Request
 
+from ..checkpoints.members import Members, Need, require
 from ..core.conversation import ATTACHMENT_TYPES, message_text
 from ..nodes.route import MAX_MESSAGE_CHARS
 from .auth import LOCAL_USER, SERVICE, api_keys, authenticate
@@ -31,6 +32,8 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_JSON_DEPTH = 32
 #: The headers that carry a caller's credentials, forwarded as they came to the server's own API.
 CREDENTIAL_HEADERS = ("x-api-key", "authorization")
+#: The graph whose built-in assistant a member's runs in a shared workspace start from.
+AGENT = "agent"
 #: The error class a run fails with when the graph refuses the client's message (``nodes/route.py``).
 INVALID_MESSAGE = "InvalidMessage"
 
@@ -263,3 +266,33 @@ async def assistant_for(client: LangGraphClient, workspace: str) -> Assistant | 
         return max(mine, key=lambda a: str(a.get("updated_at") or ""))
     builtin = [a for a in assistants if workspace_of(a) == workspace]
     return builtin[0] if builtin else None
+
+
+async def shared_workspaces(user: str) -> list[tuple[str, str]]:
+    """The workspaces others shared with the caller, as ``(owner/slug, role)``; none without API keys."""
+    if not api_keys():
+        return []
+    return [(f"{m.owner}/{m.workspace}", m.role) for m in await Members().shared_with(user)]
+
+
+async def shared_assistant(user: str, ref: str, need: Need = "read") -> Assistant | None:
+    """A workspace shared with the caller, as the assistant its runs start from; ``None`` for a bare slug.
+
+    Another's assistant cannot be used (the server scopes assistants to their creator), so a member's run
+    starts from the agent graph's built-in one and the server's admission writes the workspace's published
+    settings into its context (``server/auth.py``). The assistant returned holds those same settings, so a
+    route that reads or checks them before the run sees what the run will.
+
+    Raises:
+        WorkspaceUnknown: Not shared with the caller, or no such workspace (the same to them).
+        NotAllowed: A member asking for a manager's action.
+    """
+    if "/" not in ref:
+        return None
+    access = await require(user, ref, need)
+    settings = await Members().settings(access.owner, access.workspace) if access.role != "owner" else None
+    context = {**(settings or {}), "workspace": ref}
+    return cast(
+        Assistant,
+        {"assistant_id": AGENT, "graph_id": AGENT, "name": ref, "context": context, "metadata": {}},
+    )

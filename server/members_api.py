@@ -132,11 +132,15 @@ async def _settings(request: Request) -> dict[str, Any]:
     return {"workspace": access.ref, "settings": settings}
 
 
-async def _put_settings(request: Request) -> dict[str, Any]:
-    """A manager's (or the owner's) change of the shared settings, checked as an assistant's are."""
-    user, access = await _access(request, "write")
-    body = await read_json(request)
-    given = {k: v for k, v in body.items() if k not in ("user_id", "workspace")}
+async def publish_change(user: str, access: Access, given: dict[str, Any]) -> dict[str, Any]:
+    """Publish a manager's (or the owner's) change of a shared workspace's settings; what is now published.
+
+    The change is checked as an assistant's context is, since members' runs take it as their assistant's.
+
+    Raises:
+        RouteError: 422 naming what is wrong.
+    """
+    given = {k: v for k, v in given.items() if k not in ("user_id", "workspace")}
     try:
         check_assistant_context(given, "agent", user)
     except (PolicyError, ContextError) as exc:
@@ -147,6 +151,13 @@ async def _put_settings(request: Request) -> dict[str, Any]:
     if settings is None:
         raise RouteError(422, "these are not a workspace's settings")
     await members.publish(access.owner, access.workspace, settings, by=user)
+    return settings
+
+
+async def _put_settings(request: Request) -> dict[str, Any]:
+    """A manager's (or the owner's) change of the shared settings."""
+    user, access = await _access(request, "write")
+    settings = await publish_change(user, access, await read_json(request))
     return {"workspace": access.ref, "settings": settings}
 
 

@@ -57,6 +57,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from ..checkpoints.members import WorkspaceUnknown
 from ..core.client_tools import ClientTools, ResponseFormat
 from ..core.context import Context, ContextError, explain
 from ..core.conversation import message_text
@@ -71,6 +72,8 @@ from .http_common import (
     read_json,
     refused_message,
     server_client,
+    shared_assistant,
+    shared_workspaces,
     workspace_assistants,
     workspace_of,
 )
@@ -414,20 +417,29 @@ def parse_chat(body: dict[str, Any]) -> Chat:
     )
 
 
-async def resolve_assistant(client: LangGraphClient, workspace: str) -> Mapping[str, Any]:
+async def resolve_assistant(client: LangGraphClient, workspace: str, user: str) -> Mapping[str, Any]:
     """The caller's assistant for a workspace; the agent's built-in one for ``default``.
 
+    A workspace shared with the caller (``owner/slug``) is answered from its published settings, as its
+    runs are (``http_common.shared_assistant``).
+
     Raises:
-        RouteError: 404 when the caller has no such workspace (another user's is unknown to them too).
+        RouteError: 404 when the caller has no such workspace and none of that name is shared with them
+            (another user's is unknown to them too, in the same words).
     """
-    found = await assistant_for(client, workspace)
+    unknown = RouteError(
+        404, f"The model `{workspace}` does not exist or you do not have access to it.", "model_not_found"
+    )
+    try:
+        shared = await shared_assistant(user, workspace)
+    except WorkspaceUnknown:
+        raise unknown from None
+    found = shared or await assistant_for(client, workspace)
     if found is not None:
         return found
     if workspace == DEFAULT_WORKSPACE:
         return {"assistant_id": AGENT_GRAPH, "context": {}}
-    raise RouteError(
-        404, f"The model `{workspace}` does not exist or you do not have access to it.", "model_not_found"
-    )
+    raise unknown
 
 
 async def check_settings(assistant: Mapping[str, Any], chat: Chat) -> None:
@@ -795,7 +807,7 @@ async def authenticated(request: Request) -> str:
 
 @openai_errors
 async def list_models(request: Request) -> Response:
-    """``GET /v1/models``: the caller's workspaces, each a model."""
+    """``GET /v1/models``: the caller's workspaces, each a model; one shared with them is ``owner/slug``."""
     user = await authenticated(request)
     client = server_client(request)
     try:
@@ -803,18 +815,22 @@ async def list_models(request: Request) -> Response:
     finally:
         await client.aclose()
     models = [{"id": s, "object": "model", "created": 0, "owned_by": user} for s in sorted(slugs)]
+    models += [
+        {"id": ref, "object": "model", "created": 0, "owned_by": ref.rpartition("/")[0]}
+        for ref, _ in await shared_workspaces(user)
+    ]
     return JSONResponse({"object": "list", "data": models})
 
 
 @openai_errors
 async def chat_completions(request: Request) -> Response:
     """``POST /v1/chat/completions``: one stateless turn of the workspace's agent."""
-    await authenticated(request)
+    user = await authenticated(request)
     chat = parse_chat(await read_json(request))
     client = server_client(request)
     turn = Turn(client, "", chat)
     try:
-        assistant = await resolve_assistant(client, chat.workspace)
+        assistant = await resolve_assistant(client, chat.workspace, user)
         await check_settings(assistant, chat)
         turn.assistant_id = str(assistant["assistant_id"])
         await turn.open()
@@ -853,7 +869,7 @@ def _encoded(vector: Any, encoding: str) -> list[float] | str:
 @openai_errors
 async def embeddings(request: Request) -> Response:
     """``POST /v1/embeddings``: texts embedded by the model the workspace's documents are embedded with."""
-    await authenticated(request)
+    user = await authenticated(request)
     body = await read_json(request)
     workspace, texts = body.get("model"), _embedding_inputs(body.get("input"))
     encoding = body.get("encoding_format") or "float"
@@ -863,7 +879,7 @@ async def embeddings(request: Request) -> Response:
         raise RouteError(400, "model (the workspace slug) is required", "invalid_value")
     client = server_client(request)
     try:
-        await resolve_assistant(client, workspace)  # the caller's own workspace, else 404
+        await resolve_assistant(client, workspace, user)  # the caller's own or shared workspace, else 404
     finally:
         await client.aclose()
     try:
