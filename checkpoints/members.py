@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, LiteralString, get_args
 
-from ..core.context import workspace_owner
+from ..core.context import Context, workspace_owner
 from .db import connection, ensure_schema, resolve_url
 
 __all__ = [
@@ -38,6 +38,9 @@ ROLES: tuple[str, ...] = get_args(Role)
 #: What an action needs: ``read`` (chat, search, list), ``write`` (documents, pins, settings), ``manage``
 #: (members).
 Need = Literal["read", "write", "manage"]
+#: The settings only a workspace's assistant sets (approval, the tools offered, the MCP servers used): a
+#: member's run holds the published ones, or asks for more approval than they give, never less.
+GOVERNED = ("auto_approved", "approval_required", "tools", "mcp_servers")
 
 SCHEMA: list[LiteralString] = [
     """CREATE TABLE IF NOT EXISTS workspace_members (
@@ -231,3 +234,53 @@ async def require(user: str, workspace: str, need: Need = "read", members: Membe
             "its owner and managers"
         )
     return access
+
+
+def stale_message(ref: str, name: str) -> str:
+    """Why a member's run is refused: it holds a workspace setting that is not the published one."""
+    return (
+        f"this run's {name} is not {ref}'s: its owner or a manager changed the shared settings since they "
+        "were taken (a scheduled job keeps them from when it was saved). Save the job again "
+        "(workspace-agent jobs edit NAME) to take the workspace's current settings."
+    )
+
+
+def loosened(values: dict[str, Any], published: dict[str, Any]) -> str | None:
+    """The first governed setting in ``values`` that is neither the published one nor a tighter ask.
+
+    Tighter is what any run may ask: no tool auto-approved (``auto_approved: []``), every tool asked
+    (``approval_required`` holding ``*``). Settings absent from ``values`` are not compared.
+    """
+    for name in GOVERNED:
+        if name not in values or values[name] == published.get(name):
+            continue
+        given = values[name]
+        if name == "auto_approved" and given == []:
+            continue
+        if name == "approval_required" and isinstance(given, list) and "*" in given:
+            continue
+        return name
+    return None
+
+
+async def published_settings(access: Access, members: Members | None = None) -> dict[str, Any]:
+    """The settings a member's runs in the workspace take: the published ones, else the defaults."""
+    found = await (members or Members()).settings(access.owner, access.workspace)
+    if found is not None:
+        return found
+    return Context(workspace=access.workspace).model_dump(mode="json", include=set(GOVERNED))
+
+
+async def check_member_run(access: Access, values: dict[str, Any]) -> None:
+    """Refuse a member's run whose governed settings are looser than the workspace's published ones.
+
+    Checked where the run starts (the graph's first step), since an engine may fire a saved run (Aegra's
+    crons) with the context it was given then, and no admission between.
+
+    Raises:
+        NotAllowed: Naming the setting, and how a saved job takes the current ones.
+    """
+    if access.role == "owner":
+        return
+    if name := loosened(values, await published_settings(access)):
+        raise NotAllowed(stale_message(access.ref, name))

@@ -104,6 +104,20 @@ def _check_tools(job: Job, assistant: dict[str, Any]) -> None:
         )
 
 
+async def _cron_fields(client: LangGraphClient, job: Job) -> dict[str, Any]:
+    """The cron of ``job``; in a workspace shared with its owner, holding the workspace's settings as now.
+
+    Aegra fires a cron with the context it was sent, so a member's job carries the shared settings in it,
+    taken anew on each save. A run whose approval or tools are no longer the workspace's is refused at its
+    first step (``checkpoints/members.check_member_run``) until the job is saved again.
+    """
+    fields = job.cron(await whoami(client))
+    if "/" in job.workspace:
+        shared = context_of(cast(Any, await _workspace_assistant(client, job.workspace)))
+        fields["context"] = {**shared, **fields["context"]}
+    return fields
+
+
 async def create_job(client: LangGraphClient, job: Job) -> Cron:
     """Schedule ``job`` on the server; its first run is at its first slot, not now.
 
@@ -114,7 +128,7 @@ async def create_job(client: LangGraphClient, job: Job) -> Cron:
         raise JobError(f"a job named {job.name!r} exists already: edit it, or delete it first")
     assistant = await _workspace_assistant(client, job.workspace)
     _check_tools(job, assistant)
-    fields = job.cron(await whoami(client))
+    fields = await _cron_fields(client, job)
     await client.crons.create(assistant["assistant_id"], **{**fields, "enabled": False})
     cron = await _job_cron(client, job.name)
     if job.enabled:
@@ -132,7 +146,7 @@ async def edit_job(client: LangGraphClient, name: str, **changes: Any) -> Job:
     job = Job(**{**current.model_dump(), **changes})
     if "tools" in changes:
         _check_tools(job, await _workspace_assistant(client, job.workspace))
-    fields = job.cron(await whoami(client))
+    fields = await _cron_fields(client, job)
     fields.pop("on_run_completed")
     await client.crons.update(cron["cron_id"], **fields)
     return job

@@ -10,7 +10,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from ..checkpoints.members import require
+from ..checkpoints.members import check_member_run, require
 from ..core.client_loop import clashes, exchange_problem
 from ..core.context import Context
 from ..core.conversation import (
@@ -168,13 +168,14 @@ async def route(
     the newest ``history_limit`` exchanges before it, so the thread shows what the model is given.
     """
     ctx = runtime.context
-    await require(ctx.user_id, ctx.workspace)  # a shared workspace's member, or refused before anything
+    access = await require(ctx.user_id, ctx.workspace)  # a shared workspace's member, or refused
+    if ctx.job is not None and runtime.store is not None:  # listed under its job, refused or not
+        await _record_job_run(runtime, config)
+    await check_member_run(access, ctx.model_dump(mode="json"))  # on the workspace's settings, or refused
     messages = state["messages"]
     continued = _typed_answer(messages)
     if continued is not None:
         return _continue(continued, state, ctx)
-    if ctx.job is not None and runtime.store is not None:
-        await _record_job_run(runtime, config)
     at = turn_start(messages)
     new = messages[at] if messages else None
     if not isinstance(new, HumanMessage):

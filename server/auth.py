@@ -33,7 +33,15 @@ from uuid import UUID, uuid5
 
 from langgraph_sdk import Auth
 
-from ..checkpoints.members import Members, WorkspaceUnknown, require
+from ..checkpoints.members import (
+    GOVERNED,
+    Members,
+    WorkspaceUnknown,
+    loosened,
+    published_settings,
+    require,
+    stale_message,
+)
 from ..core.context import ContextError, workspace_owner
 from ..graphs.forks import STATE_WRITE_REFUSED
 from .policy import (
@@ -179,31 +187,49 @@ def _stamp(value: dict[str, Any], owner: str) -> None:
     metadata["owner"] = owner
 
 
-async def _join_shared(parts: dict[str, Any], user: str | None, keep: bool = True) -> None:
-    """A run naming a workspace shared with its user: the member check, then the workspace's settings.
+async def _shared_settings(parts: dict[str, Any], user: str | None) -> dict[str, Any] | None:
+    """A run naming a workspace shared with its user: the member check, and the settings it will take.
 
     The settings are those its owner's assistant holds (or a manager set), as published for its members
-    (``checkpoints/members.py``): they replace whatever the member's own assistant would merge in, and the
-    run keeps only its own, already checked, values on top. ``keep`` is false where the server stores the
-    request as it came (Aegra's crons): there only the check applies.
+    (``checkpoints/members.py``). A governed setting the run carries (approval, tools, MCP servers) must be
+    the published one or a tighter ask: a saved job carries them, since Aegra fires a cron with the context
+    it was sent; those equal to the published ones are taken out here, so the run rules (which let no run
+    set them) judge only the run's own values. ``None`` when the run names no shared workspace.
     """
     context = parts.get("context")
-    context = context if isinstance(context, dict) else {}
-    workspace = context.get("workspace")
-    if (
-        user is None
-        or not isinstance(context, dict)
-        or not isinstance(workspace, str)
-        or "/" not in workspace
-    ):
-        return
+    workspace = context.get("workspace") if isinstance(context, dict) else None
+    if user is None or not isinstance(context, dict) or not isinstance(workspace, str):
+        return None
+    if "/" not in workspace:
+        return None
     try:
         access = await require(user, workspace)
     except WorkspaceUnknown as exc:
         raise Auth.exceptions.HTTPException(status_code=404, detail=str(exc)) from None
-    shared = await Members().settings(access.owner, access.workspace) if access.role != "owner" else None
-    if keep and shared is not None:
-        parts["context"] = {**shared, **context}
+    if access.role == "owner":
+        return None
+    published = await published_settings(access)
+    if name := loosened(context, published):
+        raise Auth.exceptions.HTTPException(status_code=403, detail=stale_message(access.ref, name))
+    parts["context"] = _without_published(context, published)
+    config = parts.get("config")
+    if isinstance(config, dict) and isinstance(config.get("configurable"), dict):  # dev copies it there too
+        parts["config"] = {**config, "configurable": _without_published(config["configurable"], published)}
+    return published
+
+
+def _without_published(values: dict[str, Any], published: dict[str, Any]) -> dict[str, Any]:
+    """``values`` without the governed settings equal to the published ones: the workspace's own."""
+    return {k: v for k, v in values.items() if k not in GOVERNED or v != published.get(k)}
+
+
+def _join_shared(parts: dict[str, Any], shared: dict[str, Any] | None) -> None:
+    """Write the shared workspace's settings into the run's context, under the run's own values.
+
+    Every field is written, so nothing of the member's own assistant is merged under them.
+    """
+    if shared is not None:
+        parts["context"] = {**shared, **(parts.get("context") or {})}
 
 
 def _admit_run(parts: dict[str, Any], owner: str | None) -> None:
@@ -230,8 +256,9 @@ async def on_run(ctx: Ctx, value: dict[str, Any]) -> Filter:
     if _is_service(ctx):
         _service_only(value, "this run")
     else:
+        shared = await _shared_settings(run_parts(value), owner)
         _admit_run(run_parts(value), owner)
-        await _join_shared(run_parts(value), owner)
+        _join_shared(run_parts(value), shared)
     if owner is None:
         return None
     _stamp(value, owner)  # a thread this run creates is the caller's
@@ -356,13 +383,15 @@ async def _admit_cron(ctx: Ctx, value: dict[str, Any], owner: str | None) -> Non
     if isinstance(payload, dict):
         # an update that sends no context keeps the stored one: stamping a user here would replace it
         keeps = ctx.action != "create" and "context" not in payload and "config" not in payload
+        shared = await _shared_settings(payload, owner)
         _admit_run(payload, None if keeps else owner)
-        await _join_shared(payload, owner)
+        _join_shared(payload, shared)
         return
     if ctx.action != "create" and "context" not in value and "config" not in value:
         return
-    _admit_run({**value}, owner)  # the checks; the copy's user_id would not reach the server
-    await _join_shared({**value}, owner, keep=False)
+    checked = {**value}  # the checks only: Aegra stores the request as it came, not this copy
+    await _shared_settings(checked, owner)
+    _admit_run(checked, owner)
     if owner is not None and not any(s.get("user_id") == owner for s in run_settings(value)):
         raise Auth.exceptions.HTTPException(
             status_code=403,

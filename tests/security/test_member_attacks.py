@@ -99,6 +99,37 @@ async def test_a_member_cannot_loosen_approval_or_widen_tools_in_a_run(secured_s
         assert status == 403, loosened
 
 
+async def test_a_member_run_carries_the_published_settings_but_no_wider_ones(secured_server, llm, shared):
+    """What a saved job carries (the workspace's settings as published) passes; anything wider is refused.
+
+    A wider ``auto_approved`` or ``tools`` reads as settings older than the published ones, in a run and in a
+    schedule alike, and no model is called.
+    """
+    bob = as_user(secured_server, "bob")
+    published = (await bob.http.get(f"/workspaces/{shared}/settings"))["settings"]
+    carried = {**published, "workspace": shared}
+    thread = (await bob.threads.create())["thread_id"]
+    llm.push(text_reply("carried"))
+    out = await bob.runs.wait(thread, "agent", input=user_message("hi"), context=carried)
+    assert out["messages"][-1]["content"] == "carried"
+
+    start = len(llm.requests)
+    wider = [
+        {**carried, "auto_approved": [*published["auto_approved"], "save_to_workspace"]},
+        {**carried, "tools": ["*"]},
+    ]
+    for context in wider:
+        run = bob.runs.wait(thread, "agent", input=user_message("hi"), context=context)
+        status, said = await status_of(run)
+        assert status == 403 and "changed the shared settings" in said, said
+        status, said = await status_of(
+            bob.crons.create("agent", schedule="0 9 * * *", input=user_message("hi"), context=context)
+        )
+        assert status == 403 and "changed the shared settings" in said, said
+    assert len(llm.requests) == start
+    assert await bob.crons.search() == []
+
+
 async def test_a_member_cannot_ingest_into_her_workspace(secured_server, shared):
     bob = as_user(secured_server, "bob")
     before = await alices_titles(shared.split("/")[1])

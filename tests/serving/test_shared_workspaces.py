@@ -9,6 +9,7 @@ document; removed, he reaches nothing of it again.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -21,9 +22,10 @@ from langgraph_sdk import get_client
 from tests.security.conftest import KEYS, secured_server  # noqa: F401 - the keyed dev server
 from tests.security.test_workspaces import QUESTION, alice_has_the_secret, prompts_since, text_file, turn
 from tests.serving.conftest import serve, serving_env  # noqa: F401 - the Aegra fixtures
+from tests.serving.test_jobs_served import own_database  # noqa: F401 - a database no other launcher polls
 from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.checkpoints.members import unknown_message
-from workspace_agent.cli.jobs import create_job, delete_job, job_runs, run_now
+from workspace_agent.cli.jobs import create_job, delete_job, edit_job, job_runs, run_now, set_enabled
 from workspace_agent.core.context import document_scope
 from workspace_agent.core.jobs import Job
 from workspace_agent.nodes.uploads import MEMBERS_READ
@@ -149,6 +151,69 @@ async def test_a_members_job_runs_in_the_shared_workspace_until_he_is_removed(
     assert caught.value.response.status_code == 404
     assert len(llm.requests) == start
     await delete_job(bob, job.name)
+
+
+async def until(check, timeout: float = 60):
+    """``await check()`` every half second until it is truthy; its last value."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not (found := await check()) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.5)
+    return found
+
+
+async def test_a_members_scheduled_job_on_make_serve_fires_on_the_workspace_settings(
+    serve,  # noqa: F811
+    llm,
+    own_database,  # noqa: F811
+    workspace,
+):
+    """Aegra fires a cron with the context it was sent and no admission between: the job carries the
+    workspace's settings, and a firing whose approval or tools are no longer the workspace's is refused at
+    its first step until the job is saved again.
+    """
+    keys = ",".join(f"{key}:{user}" for user, key in KEYS.items())
+    fast = {"CRON_POLL_INTERVAL_SECONDS": "1", "CRON_ALLOW_SECONDS_SCHEDULE": "true"}
+    served = serve(1, DATABASE_URL=own_database, WORKSPACE_AGENT_API_KEYS=keys, **fast)
+    url = served.urls[0]
+    alice, bob = as_user(url, "alice"), as_user(url, "bob")
+    hers = {"workspace": workspace, "system_prompt": PROMPT, "tools": ["search_documents", "calculate"]}
+    assistant = await alice.assistants.create("agent", context=hers)
+    await alice_has_the_secret(url, llm, workspace)
+    await alice.http.put(f"/workspaces/{workspace}/members/bob", json={"role": "member"})
+    name = f"vault-{workspace}"[:60]
+    job = Job(name=name, workspace=f"alice/{workspace}", prompt=QUESTION, schedule="*/5 * * * * *")
+
+    async def newest(state: str):
+        runs = await job_runs(bob, name)
+        return runs[0] if runs and runs[0].state == state and runs[0].thread_id not in seen else None
+
+    seen: set[str] = set()
+    start = len(llm.requests)
+    await create_job(bob, job)
+    fired = await until(lambda: newest("completed"))
+    assert fired, await job_runs(bob, name)
+    prompt = prompts_since(llm, start)
+    assert "7315" in prompt and PROMPT in prompt, "her document and her prompt, in a firing of his job"
+
+    # she narrows the workspace's tools: his saved job no longer holds its settings, and is refused
+    await alice.assistants.update(assistant["assistant_id"], context={**hers, "tools": ["calculate"]})
+    await set_enabled(bob, name, False)
+    seen |= {r.thread_id for r in await job_runs(bob, name)}
+    start = len(llm.requests)
+    await set_enabled(bob, name, True)
+    failed = await until(lambda: newest("failed"))
+    assert failed, await job_runs(bob, name)
+    [refusal] = await bob.runs.list(failed.thread_id)
+    assert "changed the shared settings" in str(refusal), refusal
+    await set_enabled(bob, name, False)
+    assert len(llm.requests) == start, "the refused firing called no model"
+
+    # saved again, it takes the settings as they are now
+    seen |= {r.thread_id for r in await job_runs(bob, name)}
+    await edit_job(bob, name, time_limit=120)
+    await set_enabled(bob, name, True)
+    assert await until(lambda: newest("completed")), await job_runs(bob, name)
+    await delete_job(bob, name)
 
 
 def members_cli(server: str, user: str, *args: str) -> subprocess.CompletedProcess:
