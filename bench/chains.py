@@ -900,10 +900,49 @@ NUDGE = [
     Task("mona-lisa", "none", "@agent Who painted the Mona Lisa?", mentions("Leonardo"), "Leonardo",
          set()),
 ]  # fmt: skip
+#: Written in stop 49 before any change of that stop, and run untouched first: one per kind of two-step task.
+LEDGER = [
+    Task("team-month-x4", "documents>calculate",
+         "@agent What would 4 Lanternfish Team installations cost per month in total?",
+         says(48), "48 (4 x 12 EUR)", {4, 12, 48}),
+    Task("team-yearly-x6", "documents>calculate",
+         "@agent How much do 6 Lanternfish Team installations cost per year when paid yearly?",
+         says(720), "720 (6 x 120 EUR)", {6, 120, 720}),
+    Task("weekday-keep", "datetime>note", "@agent Make a note of today's weekday.",
+         note_with_weekday, "a note with today's weekday", clock_figures),
+    Task("times-store", "calculate>note", "@agent Calculate 36 times 14 and store the result in a note.",
+         note_says(504), "a note with 504", {36, 14, 504}),
+    Task("minus-then-divide", "calculate>calculate",
+         "@agent Subtract 45 from 300, then divide the result by 5.", says(51), "51", {300, 45, 255, 5, 51}),
+    Task("years-to-2100", "datetime>calculate", "@agent How many years are left until the year 2100?",
+         says(lambda o: {2100 - y for y in this_year(o)}), "2100 - this year",
+         lambda o: clock_figures(o) | {2100.0} | {2100 - y for y in this_year(o)}),
+    Task("interval-note", "documents>note",
+         "@agent Look up the shortest interval, in seconds, at which a Lanternfish check can run and save it "
+         "in a note.", note_says(30), "a note with 30", {30}),
+    Task("pages-x6-note", "documents>calculate>note",
+         "@agent Take the number of status pages of the Lanternfish Team plan, multiply it by 6, and save "
+         "the result in a note.", note_says(30), "a note with 30 (6 x 5)", {5, 6, 30}),
+]  # fmt: skip
+#: One step or none, written with ``ledger`` and run untouched first. None asks for a write.
+PLUMB = [
+    Task("divide-2048", "calculate", "@agent What is 2048 divided by 16?", says(128), "128", {2048, 16, 128}),
+    Task("plus-389", "calculate", "@agent What is 125 plus 389?", says(514), "514", {125, 389, 514}),
+    Task("date-tell", "datetime", "@agent Tell me today's date.", date_said, "today's date", clock_figures),
+    Task("year-now", "datetime", "@agent Which year are we in?", says(this_year), "this year", clock_figures),
+    Task("team-pages", "documents", "@agent How many status pages does the Lanternfish Team plan include?",
+         says(5), "5", {5}),
+    Task("hobby-checks", "documents", "@agent How many checks does the free Lanternfish Hobby plan include?",
+         says(20), "20", {20}),
+    Task("water-boils", "none", "@agent At what temperature in Celsius does water boil at sea level?",
+         says(100), "100", {100}),
+    Task("largest-ocean", "none", "@agent Which ocean is the largest on Earth?", mentions("Pacific"),
+         "Pacific", set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
-         "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE}  # fmt: skip
+         "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
