@@ -14,12 +14,13 @@ message, which blocks are attachments, how the previous turn is folded in. Sever
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 
-from .prompts import ALREADY_RUN
+from .prompts import ALREADY_RUN, SEARCH_HEAD, SEARCH_HIT
 
 
 def message_text(message: BaseMessage | dict) -> str:
@@ -200,8 +201,26 @@ def conversation(
     return history, list(messages[start:])
 
 
+_SEARCH_HEAD = re.compile(re.escape(SEARCH_HEAD).replace(re.escape("{query}"), ".*?") + r"\s*")
+_SEARCH_HIT = re.compile(
+    re.escape(SEARCH_HIT)
+    .replace(re.escape("{index}"), r"\d+")
+    .replace(re.escape("{title}"), r"(?P<title>.+?)")
+    .replace(re.escape("{similarity:.2f}"), r"[\d.]+")
+)
+
+
+def _passages(text: str) -> str:
+    """A document search's result as a person reads it: each passage after its document's name."""
+    if not _SEARCH_HEAD.match(text):
+        return text
+    return _SEARCH_HIT.sub(lambda hit: f"{hit['title']}:", _SEARCH_HEAD.sub("", text, count=1))
+
+
 def results_in_words(turn: Sequence[BaseMessage], limit: int = 400) -> list[str]:
     """The turn's tool results as a person reads them: a line per result, the tool's name and its words.
+
+    A document search's passages follow their document's name, without the query or the scores.
 
     Never a call's arguments or JSON: this is what a person is shown when the model's own answer cannot be
     (a call that could not run, figures no source holds), so it must not read like the machinery. A repeated
@@ -211,8 +230,9 @@ def results_in_words(turn: Sequence[BaseMessage], limit: int = 400) -> list[str]
     lines: list[str] = []
     for m in turn:
         if isinstance(m, ToolMessage) and m.status != "error":
-            text = message_text(m).removesuffix(ALREADY_RUN)
-            line = f"- {names.get(m.tool_call_id) or m.name or 'a tool'}: {' '.join(text.split())[:limit]}"
+            text = _passages(message_text(m).removesuffix(ALREADY_RUN))
+            name = (names.get(m.tool_call_id) or m.name or "a tool").replace("_", " ")  # words, not code
+            line = f"- {name}: {' '.join(text.split())[:limit]}"
             if line not in lines:
                 lines.append(line)
     return lines

@@ -150,6 +150,10 @@ STRAY_FIGURES = "states {figures}, which neither the tool results nor the questi
 SHOWS_MACHINERY = "shows a tool call or the tools' raw results, which the person must never read"
 #: Heads the tool results as a person reads them, when a turn's answer is given in the tools' own words.
 RESULTS_IN_WORDS = "The tools returned:\n"
+#: How ``search_documents`` heads its passages for the model, and labels each one: ``results_in_words``
+#: reads them back as a person would (the passage and its document, without the query or the scores).
+SEARCH_HEAD = 'Additional context for query "{query}":'
+SEARCH_HIT = "[{index}] {title} (similarity {similarity:.2f})"
 #: Opens the answer to a write whose arguments state figures no source holds (G3, ``approve``).
 STRAY_WRITE = "Not run (figures)"
 #: Closes it: what the model is to do.

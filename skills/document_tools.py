@@ -13,6 +13,7 @@ from langgraph.runtime import get_runtime
 
 from ..checkpoints.chunks import DocumentStore
 from ..core.context import Context
+from ..core.prompts import SEARCH_HEAD, SEARCH_HIT
 from .documents import NO_CONTEXT, Found, chunk_source, index_document, linear_tables, search
 from .loaders import content_hash
 
@@ -35,9 +36,10 @@ def _format_hits(query: str, found: Found, threshold: float) -> str:
     if not found.hits:
         below = f" ({len(found.dropped)} passage(s) fell below the similarity threshold {threshold:g})"
         return NO_CONTEXT + (below if found.dropped else "")
-    parts = [f'Additional context for query "{query}":']
+    parts = [SEARCH_HEAD.format(query=query)]
     for i, hit in enumerate(found.hits, 1):
-        parts.append(f"[{i}] {hit.title} (similarity {hit.similarity:.2f})\n{linear_tables(hit.text)}")
+        label = SEARCH_HIT.format(index=i, title=hit.title, similarity=hit.similarity)
+        parts.append(f"{label}\n{linear_tables(hit.text)}")
     return "\n\n".join(parts)
 
 
