@@ -17,6 +17,8 @@ import re
 
 from langchain_core.tools import BaseTool
 
+from .rules import on
+
 #: Longest text of one tool given to the embedder (AnythingLLM cuts at 1000 characters too).
 TOOL_TEXT_CHARS = 1000
 
@@ -77,15 +79,21 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-_QUANTITY = (
-    r"\d|\bhow (?:many|much|long|old|often|far)\b|\b(?:total|together|altogether|sum|average|percent)\b"
+#: What asks for arithmetic: a number to compute with, an operation or aggregate named, or a figure asked
+#: for in a unit, which may be a conversion of the one the documents give.
+_ARITHMETIC = (
+    r"\d|\b(?:total|together|altogether|sum|average|percent|per|times|multiply|multiplied|divide|divided|"
+    r"add|subtract|minus|plus)\b|\b(?:how many|in) (?:seconds|minutes|hours|days|weeks|months|years|bytes|"
+    r"kilobytes|megabytes|gigabytes|times)\b"
 )
+#: Any question about a quantity (``arithmetic_asked`` off): a fact the documents hold reads as one too.
+_QUANTITY = re.compile(_ARITHMETIC + r"|\bhow (?:many|much|long|old|often|far)\b", re.IGNORECASE)
 _SQL = r"\b(?:database|sql|tables?|rows?|columns?|quer(?:y|ies))\b"
 ASKED_BY: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern, re.IGNORECASE)
     for name, pattern in {
         # arithmetic works on figures: a message that gives or asks for a quantity may need it
-        "calculate": _QUANTITY,
+        "calculate": _ARITHMETIC,
         "current_datetime": r"\b(?:today|now|date|time|weekday|this (?:year|month|week))\b",
         "search_documents": r"\b(?:documents?|files?|search)\b",
         "list_documents": r"\b(?:which|what|list)\b.*\b(?:documents|files)\b",
@@ -116,6 +124,8 @@ def _words(text: str) -> set[str]:
 
 def asked_for(tool: BaseTool, message: str, builtin: bool) -> bool:
     """Whether the message asks for the tool in words: its cue for a built-in, else what its name acts on."""
+    if builtin and tool.name == "calculate" and not on("arithmetic_asked"):
+        return bool(_QUANTITY.search(message))
     if builtin and tool.name in ASKED_BY:
         return bool(ASKED_BY[tool.name].search(message))
     last = re.split(r"[^a-z]+", tool.name.lower().rstrip("s"))[-1]

@@ -120,6 +120,20 @@ RULES = (
         steers=False,
     ),
     Rule(
+        "arithmetic_asked",
+        "a question about a quantity (how many, how much, how long) that gives no number to compute with, "
+        "names no operation and asks for no unit to convert to",
+        "does not offer calculate for its words (cues.asked_for); its embedding may still offer it",
+        'C0 "calculate: not relevant"',
+        "a fact question the documents answer (after how many failed attempts is a check down?) ran "
+        "calculate on the figure read, once in four such tasks with a figure the documents did not hold",
+        steers=True,
+        measured=(
+            "bench/chains.py --split ledger,plumb [--without arithmetic_asked], 1.5B, untouched sets: "
+            "2026-12-06, strict 13 -> 14 of 16 (one-step 6 -> 7 of 8), unneeded tools 2 -> 1"
+        ),
+    ),
+    Rule(
         "choose_tools",
         "a turn of a model that reads its tools from the prompt",
         "offers the tools the message needs; acting ones only when asked for in words (nodes/choose_tools)",

@@ -21,6 +21,8 @@ ASKED = [
     ("save_to_workspace", "Store this recipe as a new document."),
     ("fetch_url", "What does https://example.net/changelog say about version 3?"),
     ("calculate", "How many seconds are in a week?"),
+    ("calculate", "What do the tickets for the whole family cost altogether?"),
+    ("calculate", "The warranty runs two years. How many months is that?"),
     ("current_datetime", "Is it already the weekend, what's the date?"),
     ("summarize_document", "Give me a summary of the lease."),
     ("sql_query", "How many invoices are in the billing database?"),
@@ -31,6 +33,8 @@ NOT_ASKED = [
     ("save_to_workspace", "Which documents mention the warranty?"),
     ("fetch_url", "Tell me about the history of the internet."),
     ("calculate", "Who painted the Mona Lisa?"),
+    ("calculate", "How long is the warranty on the dishwasher?"),  # a fact (arithmetic_asked)
+    ("calculate", "How many rooms does the flat on Elm Street have?"),
     ("summarize_document", "Which documents are in this workspace?"),
 ]
 
