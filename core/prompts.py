@@ -80,6 +80,8 @@ SLOT = "{slots} stands where a value belongs: " + WAITING
 HELD = "this call changes something, so it waits for the results of the calls before it: " + WAITING
 #: Added to an earlier result given again for a call repeated with the same arguments (C10).
 ALREADY_RUN = "\n(This call already ran in this turn with the same arguments: this is its result again.)"
+#: How the digest lists such a repeat (``repeat_once``): its result is the line above, not written twice.
+REPEATED = "was a repeat of a call above: the same result"
 
 
 # --- document summaries ------------------------------------------------------------------------------------

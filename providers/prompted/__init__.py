@@ -21,7 +21,17 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import BaseTool
 
 from ...core.conversation import call_key, message_text, results_in_words, turn_question, turn_start
-from ...core.prompts import ASK_ANSWER, ASK_NEXT_STEP, HELD, NAMED_UNUSED, RESULTS_HEADER, SLOT, WAITING
+from ...core.prompts import (
+    ALREADY_RUN,
+    ASK_ANSWER,
+    ASK_NEXT_STEP,
+    HELD,
+    NAMED_UNUSED,
+    REPEATED,
+    RESULTS_HEADER,
+    SLOT,
+    WAITING,
+)
 from ..tokens import count, count_messages
 from .call_grammar import TEXT_GRAMMAR, call_grammar
 from .call_parsing import names_a_tool, parse_reply
@@ -416,7 +426,11 @@ def _result_lines(messages: list[BaseMessage]) -> list[str]:
             continue
         for c in m.tool_calls:
             args = json.dumps(c["args"], ensure_ascii=False)
-            lines.append(f"- {c['name']}({args}) returned: {results.get(c['id'], '-')}")
+            result = results.get(c["id"], "-")
+            if result.endswith(ALREADY_RUN) and on("repeat_once"):  # its result is above already
+                lines.append(f"- {c['name']}({args}) {REPEATED}")
+            else:
+                lines.append(f"- {c['name']}({args}) returned: {result}")
         for bad in m.invalid_tool_calls:
             lines.append(f"- {bad['name']}({bad['args']}) was not run: {bad['error']}")
     return lines

@@ -218,6 +218,19 @@ RULES = (
         measured=f"{STRICT}: 2026-12-04: strict 6 of 16 with and without; without it 2 answers showed a call",
     ),
     Rule(
+        "repeat_once",
+        "a call the model wrote again with the same arguments, given its earlier result again (approve)",
+        "lists it in the digest as a repeat, without its result a second time (digest)",
+        "none (the prompt's text)",
+        "the 1.5B wrote most calls twice; a document search's passages then filled its prompt twice, and "
+        "reading them again cost the most of a turn's seconds",
+        steers=True,
+        measured=(
+            "bench/chains.py --split ledger,plumb [--without repeat_once], 1.5B, untouched sets: 2026-12-06, "
+            "strict 14 of 16 both; tokens read per task 966 -> 846, a document task 144 s -> 113 s"
+        ),
+    ),
+    Rule(
         "answer_after_repeats",
         "a round of calls that all repeated calls already answered, failed ones included (approve)",
         "withholds the tools: the next reply is the answer (call_model._offered_tools)",

@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from workspace_agent.core.prompts import ASK_NEXT_STEP, HELD, NAMED_UNUSED
-from workspace_agent.providers.prompted import digest, named_unused, parse_tool_calls, withheld_call
+from workspace_agent.core.prompts import ALREADY_RUN, ASK_NEXT_STEP, HELD, NAMED_UNUSED, REPEATED
+from workspace_agent.providers.prompted import digest, named_unused, parse_tool_calls, rules, withheld_call
 from workspace_agent.providers.prompted.call_parsing import names_a_tool, parse_reply
 from workspace_agent.providers.prompted.catalog import (
     acts,
@@ -283,6 +283,26 @@ def test_digest_folds_results_and_unrun_calls_into_the_user_message():
     assert ASK_NEXT_STEP in out[1].content, "the tools are offered again"
     last = digest(messages, more=False)[1].content
     assert "No more tools can be used" in last and "JSON list" not in last
+
+
+def test_a_repeated_calls_result_is_read_once_in_the_digest():
+    """The earlier result given again to a repeat (``approve``) is not written into the prompt twice."""
+    call = {"name": "search_documents", "args": {"query": "refunds"}, "id": "c1", "type": "tool_call"}
+    passages = "Refunds are paid within 30 days. " * 20
+    messages = [
+        HumanMessage("within how many days is a refund paid?"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage(passages, tool_call_id="c1"),
+        AIMessage("", tool_calls=[call | {"id": "c2"}]),
+        ToolMessage(passages + ALREADY_RUN, tool_call_id="c2"),
+    ]
+    text = digest(messages)[-1].content
+    assert text.count(passages) == 1 and f'search_documents({{"query": "refunds"}}) {REPEATED}' in text
+    rules.off.add("repeat_once")
+    try:
+        assert digest(messages)[-1].content.count(passages) == 2, "switched off, both are written"
+    finally:
+        rules.off.discard("repeat_once")
 
 
 def test_the_digest_names_the_actions_the_question_asks_for_that_have_not_run_yet():
