@@ -8,12 +8,15 @@ the question, the earlier exchanges, the date) or be a small count. A figure non
 as fact: the model is asked once more, without tools, with the difference named; if its second answer still
 states one, the person reads the tools' results in plain words instead. An answer that shows the machinery
 (a call's JSON, a code fence, a line of the results' digest, which the 1.5B copied from its prompt) is held
-back the same way. Only turns in which a tool ran are checked: without results there is nothing to hold a
-figure against but the model's own knowledge.
+back the same way. Figures are checked only in turns in which a tool ran: without results there is nothing
+to hold a figure against but the model's own knowledge. A call of one of the turn's tools written into the
+answer as JSON is held back in every agent turn: with history the 1.5B once answered a document question by
+writing its plan and the same call ten times in code fences, calling nothing, until its token limit.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -23,10 +26,54 @@ from ..core.context import Context
 from ..core.conversation import message_text, results_in_words, turn_question, turn_start
 from ..core.figures import problems, shown, turn_sources
 from ..core.plan import assemble
-from ..core.prompts import ASK_AGAIN_FIGURES, RESULTS_IN_WORDS, SHOWS_MACHINERY, STRAY_FIGURES
+from ..core.prompts import (
+    ASK_AGAIN_FIGURES,
+    NO_PLAIN_ANSWER,
+    RESULTS_IN_WORDS,
+    SHOWS_MACHINERY,
+    STRAY_FIGURES,
+)
 from ..core.state import AgentState, decision
 from ..providers.prompted.call_grammar import TEXT_GRAMMAR
 from .services import Services
+
+#: A call written as JSON (in a fence or not): ``{"name": "<tool>", ...``.
+_QUOTED_CALL = re.compile(r'(?:```[a-z]*\s*)?\[?\s*\{\s*"name"\s*:\s*"(?P<name>[^"]+)"')
+
+
+def quoted_call(answer: str, tools: set[str]) -> re.Match[str] | None:
+    """Where the answer first writes a call of one of ``tools`` as JSON; ``None`` if it writes none."""
+    return next((m for m in _QUOTED_CALL.finditer(answer) if m["name"] in tools), None)
+
+
+def before_the_call(answer: str, call: re.Match[str]) -> str:
+    """The answer's words before a call written into it, without a line that leads into the call."""
+    words = answer[: call.start()].rstrip()
+    if words.endswith(":"):  # "Here is the call:" goes with it: its line, or its sentence
+        head, newline, _ = words.rpartition("\n")
+        sentence = words.rpartition(". ")[0]
+        words = head.rstrip() if newline else (sentence + "." if sentence else "")
+    return words or NO_PLAIN_ANSWER
+
+
+async def _no_quoted_call(
+    state: AgentState, ctx: Context, services: Services, last: AIMessage, answer: str
+) -> dict[str, Any]:
+    """G3 for an agent turn that ran no tool: an answer writing a call of its tools as JSON is not shown."""
+    tools = set((await services.toolset(ctx)).tools)
+    call = quoted_call(answer, tools) if state.get("route") == "agent" else None
+    if call is None:
+        return {}
+    notes = [decision("G3", "code", {"machinery": True}, f"the answer {SHOWS_MACHINERY} (no tool ran)")]
+    again = await _ask_again(state, ctx, services, answer[: call.end() + 200], SHOWS_MACHINERY, "")
+    still = quoted_call(again, tools) if again else call
+    if again and still is None:
+        notes.append(decision("G3", "model", "answered again", "the second answer writes no call"))
+        text = again
+    else:
+        text = before_the_call(again or answer, still or call)
+        notes.append(decision("G3", "code", "cut at the call", "the second answer wrote a call too"))
+    return {"messages": [last.model_copy(update={"content": text})], "decisions": notes}
 
 
 def _problem(stray: list[float], shows: bool) -> str:
@@ -61,9 +108,9 @@ async def check_figures(state: AgentState, runtime: Runtime[Context], *, service
     if not isinstance(last, AIMessage) or last.tool_calls or last.invalid_tool_calls:
         return {}
     ran, sources = turn_sources(state.get("plan", {}), messages[:-1])
-    if not ran:
-        return {}
     answer = message_text(last)
+    if not ran:
+        return await _no_quoted_call(state, runtime.context, services, last, answer)
     stray, shows = problems(answer, sources)
     if not stray and not shows:
         why = "every figure of the answer is in the tool results, the documents or the question"

@@ -94,8 +94,10 @@ RULES = (
     ),
     Rule(
         "check_figures",
-        "an answer after results states a figure no result, document or question holds, or shows machinery",
-        "asks again once, naming the difference; else the results in plain words (nodes/check_figures.py)",
+        "an answer after results states a figure no result, document or question holds, or shows machinery; "
+        "an agent answer with no tool run writes a call of its tools as JSON",
+        "asks again once, naming the difference; else the results in plain words, or the words before the "
+        "call (nodes/check_figures.py)",
         "G3",
         "the model read the right result and then wrote its own number",
         steers=False,

@@ -212,3 +212,55 @@ async def test_a_note_of_the_questions_own_figures_after_a_sum_is_not_sent_back(
     (card,) = out["__interrupt__"]
     assert card.value["action_requests"][0]["args"]["text"] == "Plan the 5 installations of the Team plan."
     assert decisions_of(out, "G3") == []
+
+
+PLANNED = (
+    "To answer this I will use the `calculate` tool. Here is the call:\n\n"
+    '```json\n[{"name": "calculate", "arguments": {"expression": "(12 * 12) * 5"}}]\n```\n'
+)
+
+
+async def no_tool_turn(llm, saver, workspace, thread, question, *replies, mode: str = "automatic") -> dict:
+    llm.push(*replies)
+    graph = build_graph(checkpointer=saver)
+    context = Context(workspace=workspace, chat_mode=mode)
+    return await graph.ainvoke(user_message(question), thread, context=context)
+
+
+async def test_a_call_written_into_an_answer_that_ran_no_tool_is_asked_again(llm, saver, workspace, thread):
+    """An agent turn that calls nothing but writes a call as JSON: the person never reads the JSON."""
+    out = await no_tool_turn(
+        llm,
+        saver,
+        workspace,
+        thread,
+        QUESTION,
+        text_reply(PLANNED),
+        text_reply("It would cost 720 EUR a year."),
+    )
+    assert out["messages"][-1].content == "It would cost 720 EUR a year."
+    asked, answered = decisions_of(out, "G3")
+    assert asked["outcome"] == {"machinery": True} and answered["outcome"] == "answered again"
+    assert "tools" not in llm.requests[-1] or not llm.requests[-1]["tools"], "asked again without tools"
+
+
+async def test_when_the_second_answer_writes_a_call_too_the_person_reads_the_words_before_it(
+    llm, saver, workspace, thread
+):
+    out = await no_tool_turn(
+        llm, saver, workspace, thread, QUESTION, text_reply(PLANNED), text_reply(PLANNED)
+    )
+    assert out["messages"][-1].content == "To answer this I will use the `calculate` tool."
+    assert decisions_of(out, "G3")[-1]["outcome"] == "cut at the call"
+
+
+async def test_code_in_a_chat_answer_is_the_answer(llm, saver, workspace, thread):
+    """JSON that calls none of the turn's tools, or any in a chat turn, is the person's answer as written."""
+    code = 'Use this:\n```json\n{"name": "Ann", "age": 30}\n```'
+    out = await no_tool_turn(
+        llm, saver, workspace, thread, "@agent Show me a JSON object for Ann.", text_reply(code)
+    )
+    assert out["messages"][-1].content == code and decisions_of(out, "G3") == []
+    question = "How is a call written?"
+    chat = await no_tool_turn(llm, saver, workspace, thread, question, text_reply(PLANNED), mode="chat")
+    assert chat["messages"][-1].content == PLANNED, "a chat turn offers no tools: nothing of it is a call"
