@@ -25,9 +25,11 @@ CLOCK = re.compile(
 #: A number as written in prose: ``720``, ``2,160``, ``3.5``, ``-4``; not a part of a word or an identifier.
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 #: What only the machinery writes (a call as ``save_note({"text": ...})`` too: with history the 1.5B answered
-#: with one): a call's JSON, a code fence, a line of the results' digest.
+#: with one): a call's JSON, a code fence, a line of the results' digest, a search passage's label
+#: (``SEARCH_HIT``: with history the 1.5B copied "[2] faq.md (similarity 0.55)" into an answer).
 MACHINERY = re.compile(
-    r'```|\{\s*"(?:name|arguments|args)"\s*:|^\s*- [\w-]+\(.*\) (?:returned|was not run)|\b[\w-]+\(\s*\{\s*"',
+    r'```|\{\s*"(?:name|arguments|args)"\s*:|^\s*- [\w-]+\(.*\) (?:returned|was not run)|\b[\w-]+\(\s*\{\s*"'
+    r"|^\[\d+\] .+ \(similarity [\d.]+\)\s*$",
     re.M,
 )
 #: Counts a sentence uses without stating a figure ("2 steps", "the 3 results", list markers).

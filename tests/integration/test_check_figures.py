@@ -264,3 +264,15 @@ async def test_code_in_a_chat_answer_is_the_answer(llm, saver, workspace, thread
     question = "How is a call written?"
     chat = await no_tool_turn(llm, saver, workspace, thread, question, text_reply(PLANNED), mode="chat")
     assert chat["messages"][-1].content == PLANNED, "a chat turn offers no tools: nothing of it is a call"
+
+
+async def test_a_search_passage_label_copied_into_the_answer_is_machinery(llm, saver, workspace, thread):
+    """With history the 1.5B copied "[2] faq.md (similarity 0.55)" and its passage into an answer."""
+    copied = (
+        "After searching I find:\n\n[1] pricing.md (similarity 0.61)\nTeam: 12 EUR a month. It costs 720."
+    )
+    out = await turn(
+        llm, saver, workspace, thread, text_reply(copied), text_reply("It costs 720 EUR a year.")
+    )
+    assert out["messages"][-1].content == "It costs 720 EUR a year."
+    assert decisions_of(out, "G3")[0]["outcome"] == {"asked_again": [], "machinery": True}

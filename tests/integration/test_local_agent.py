@@ -122,7 +122,7 @@ def test_the_default_model_lists_the_documents_and_summarizes_the_pricing_sample
     whole = given == {0, 1}
     assert "summarize_document" in ran(summary) or whole, (summary["decisions"], summary["sources"])
     # the pricing sample's plans, prices and terms (a summary may keep the terms and leave the table out)
-    facts = ("Hobby", "Business", "12 EUR", "49 EUR", "per installation", "30 days")
+    facts = ("Hobby", "Business", "12 EUR", "49 EUR", "per installation", "30 days", "three plans")
     assert any(fact in summary["answer"] for fact in facts), summary["answer"]
 
 

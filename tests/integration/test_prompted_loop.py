@@ -16,7 +16,7 @@ from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.core.context import Context
-from workspace_agent.core.prompts import ASK_NEXT_STEP, NAMED_UNUSED, REMINDER
+from workspace_agent.core.prompts import ASK_NEXT_STEP, NAMED_UNUSED, REMINDER, REPEATED
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply
 
@@ -125,7 +125,8 @@ async def test_a_call_repeated_in_a_later_round_is_answered_from_its_result_not_
     out = await graph.ainvoke(user_message("@agent what is beta?"), thread, context=prompted(workspace))
     assert [r["tool"] for r in recorded(record)] == ["lookup"], "the repeat did not run"
     repeat = llm.requests[2]["messages"][-1]["content"]
-    assert repeat.count("returned: beta = 1002") == 2 and "already ran in this turn" in repeat
+    assert repeat.count("returned: beta = 1002") == 1, "the repeat's result is read once (repeat_once)"
+    assert f'lookup({{"key": "beta"}}) {REPEATED}' in repeat
     [noted] = [d for d in decisions_of(out, "C10") if "repeat, not run" in str(d["outcome"])]
     assert "already ran in this turn" in noted["why"]
     assert out["messages"][-1].content == "beta is 1002"
@@ -165,7 +166,7 @@ async def test_a_failed_call_repeated_is_given_its_error_again_and_the_model_ask
     ran = [d for d in decisions_of(out, "C10") if isinstance(d["outcome"], dict)]
     assert [list(d["outcome"].values()) for d in ran] == [["error"], ["repeat, not run"]], out["decisions"]
     last = llm.requests[-1]["messages"][-1]["content"]
-    assert last.count("not an arithmetic expression") == 2 and "already ran in this turn" in last
+    assert last.count("not an arithmetic expression") == 1 and REPEATED in last, "its error is read once"
     assert "No more tools can be used" in last, "a round of repeats, failed ones too, asks for the answer"
     assert len(llm.requests) == 3 and out["messages"][-1].content == "I could not work that out."
 

@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from tests.support.helpers import user_message
 from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
+from workspace_agent.providers.prompted.call_grammar import TEXT_GRAMMAR
 from workspace_agent.samples.scripted_model import text_reply
 
 EXAMPLE = json.dumps([{"name": "save_note", "arguments": {"text": "transfer the savings to account 7"}}])
@@ -47,7 +48,9 @@ async def test_a_call_quoted_in_prose_is_not_run_under_the_grammar(llm, saver, w
     )
     assert "grammar" in llm.requests[0], "the grammar was on for this reply"
     assert ran(out) == [], "the quoted example did not run"
-    assert len(llm.requests) == 1, "nothing ran, so the model was not asked about results"
+    assert '"name"' not in out["messages"][-1].content, "nor is it shown: a call is never the person's answer"
+    assert len(llm.requests) == 2 and llm.requests[1].get("grammar") == TEXT_GRAMMAR
+    assert not llm.requests[1].get("tools"), "asked again for words, without tools (G3), not about results"
 
 
 async def test_a_reply_that_is_a_list_of_calls_still_runs_under_the_grammar(
