@@ -11,7 +11,7 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
-from typing import LiteralString, TypeAlias, TypeVar
+from typing import ClassVar, LiteralString, TypeAlias, TypeVar
 
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
@@ -109,6 +109,24 @@ async def pool(url: str | None = None) -> DictPool:
         if per_loop.get(url) is opening:
             del per_loop[url]
         raise
+
+
+class Tables:
+    """A store over one part's tables, made on its first use (``ensure_schema``).
+
+    Subclasses name the part and its idempotent DDL; ``_url`` is the database, its tables ready.
+    """
+
+    part: ClassVar[str]
+    schema: ClassVar[Iterable[LiteralString]]
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url
+
+    async def _url(self) -> str:
+        url = await resolve_url(self.url)
+        await ensure_schema(self.part, self.schema, url)
+        return url
 
 
 @asynccontextmanager

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Literal, LiteralString, get_args
 
 from ..core.context import Context, workspace_owner
-from .db import connection, ensure_schema, resolve_url
+from .db import Tables, connection
 
 __all__ = [
     "Access",
@@ -114,16 +114,11 @@ class Access:
         return need == "read" or self.role in ("owner", "manager")
 
 
-class Members:
+class Members(Tables):
     """The members of every shared workspace, and the settings their runs share."""
 
-    def __init__(self, url: str | None = None) -> None:
-        self.url = url
-
-    async def _url(self) -> str:
-        url = await resolve_url(self.url)
-        await ensure_schema("workspace_members", SCHEMA, url)
-        return url
+    part = "workspace_members"
+    schema = SCHEMA
 
     async def role(self, owner: str, workspace: str, user: str) -> str | None:
         """``user``'s role as a member of ``owner``'s workspace: ``manager``, ``member`` or ``None``."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import LiteralString
 
-from .db import connection, ensure_schema, resolve_url
+from .db import Tables, connection
 
 __all__ = ["WatchedFolder", "WatchedFolders"]
 
@@ -39,16 +39,11 @@ class WatchedFolder:
     synced_at: datetime | None = None
 
 
-class WatchedFolders:
+class WatchedFolders(Tables):
     """The watched folders of every user's workspaces."""
 
-    def __init__(self, url: str | None = None) -> None:
-        self.url = url
-
-    async def _url(self) -> str:
-        url = await resolve_url(self.url)
-        await ensure_schema("watched_folders", SCHEMA, url)
-        return url
+    part = "watched_folders"
+    schema = SCHEMA
 
     async def add(self, user_id: str, workspace: str, path: str) -> bool:
         """Follow a folder; ``False`` if the workspace already follows it."""

@@ -19,7 +19,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Assistant
 from starlette.requests import Request
 
-from ..checkpoints.members import Members, Need, require
+from ..checkpoints.members import Members, Need, published_settings, require
 from ..core.conversation import ATTACHMENT_TYPES, message_text
 from ..nodes.route import MAX_MESSAGE_CHARS
 from .auth import LOCAL_USER, SERVICE, api_keys, authenticate
@@ -290,8 +290,8 @@ async def shared_assistant(user: str, ref: str, need: Need = "read") -> Assistan
     if "/" not in ref:
         return None
     access = await require(user, ref, need)
-    settings = await Members().settings(access.owner, access.workspace) if access.role != "owner" else None
-    context = {**(settings or {}), "workspace": ref}
+    settings = await published_settings(access) if access.role != "owner" else {}
+    context = {**settings, "workspace": ref}
     return cast(
         Assistant,
         {"assistant_id": AGENT, "graph_id": AGENT, "name": ref, "context": context, "metadata": {}},
