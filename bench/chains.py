@@ -939,10 +939,51 @@ PLUMB = [
     Task("largest-ocean", "none", "@agent Which ocean is the largest on Earth?", mentions("Pacific"),
          "Pacific", set()),
 ]  # fmt: skip
+#: Written in stop 50 before any change of that stop, and run untouched first: one per kind of two-step task.
+QUARRY = [
+    Task("business-yearly-x3", "documents>calculate",
+         "@agent What would 3 Lanternfish Business installations cost per year when paid yearly?",
+         says(1470), "1470 (3 x 490 EUR)", {3, 490, 1470}),
+    Task("pause-seconds", "documents>calculate",
+         "@agent For how many seconds does Lanternfish pause alerts when most checks fail together?",
+         says(600), "600 (10 minutes)", {10, 600}),
+    Task("date-put", "datetime>note", "@agent Put today's date in a note.", note_with_date,
+         "a note with today's date", clock_figures),
+    Task("times-keep", "calculate>note", "@agent Work out 58 times 7 and keep the answer in a note.",
+         note_says(406), "a note with 406", {58, 7, 406}),
+    Task("times-then-minus", "calculate>calculate", "@agent Multiply 12 by 15, then subtract 30 from that.",
+         says(150), "150", {12, 15, 180, 30, 150}),
+    Task("years-since-1969", "datetime>calculate", "@agent How many years ago was the year 1969?",
+         says(lambda o: {y - 1969 for y in this_year(o)}), "this year - 1969",
+         lambda o: clock_figures(o) | {1969.0} | {y - 1969 for y in this_year(o)}),
+    Task("reset-note", "documents>note",
+         "@agent Find out how long Lanternfish's password reset link stays valid and note it down.",
+         note_says(15), "a note with 15", {15}),
+    Task("business-yearly-x2-note", "documents>calculate>note",
+         "@agent Look up the yearly price of the Lanternfish Business plan, multiply it by 2, and save the "
+         "result in a note.", note_says(980), "a note with 980 (2 x 490)", {490, 2, 980}),
+]  # fmt: skip
+#: One step or none, written with ``quarry`` and run untouched first. None asks for a write.
+SPRIG = [
+    Task("times-19-21", "calculate", "@agent What is 19 times 21?", says(399), "399", {19, 21, 399}),
+    Task("minus-357", "calculate", "@agent What is 1000 minus 357?", says(643), "643", {1000, 357, 643}),
+    Task("month-now", "datetime", "@agent What month is it right now?", month_named, "this month",
+         clock_figures),
+    Task("weekday-now", "datetime", "@agent What day of the week is it today?", weekday_named,
+         "today's weekday", clock_figures),
+    Task("retention-kept", "documents", "@agent How many days does Lanternfish keep check results?",
+         says(90), "90", {90}),
+    Task("refund-window", "documents", "@agent Within how many days can I ask for a Lanternfish refund?",
+         says(30), "30", {30}),
+    Task("capital-japan", "none", "@agent What is the capital of Japan?", mentions("Tokyo"), "Tokyo",
+         set()),
+    Task("spider-legs", "none", "@agent How many legs does a spider have?", says(8), "8", {8}),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
-         "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB}  # fmt: skip
+         "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
+         "quarry": QUARRY, "sprig": SPRIG}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
