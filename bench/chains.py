@@ -65,9 +65,11 @@ from workspace_agent.checkpoints.savers import postgres_saver
 from workspace_agent.core.context import Context
 from workspace_agent.core.settings import context_size
 from workspace_agent.graphs.agent import build_graph
+from workspace_agent.nodes.services import Services
 from workspace_agent.providers.local.local_model import LocalModelServer
 from workspace_agent.providers.paths import data_home
 from workspace_agent.providers.prompted import rules
+from workspace_agent.providers.prompted.catalog import catalog
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("MODEL_TIMEOUT", "900")  # a slow reply on a loaded machine is not a failed task
@@ -145,6 +147,14 @@ class ModelUnderTest:
             if name in wanted:
                 found[wanted[name]] = float(value)
         return found
+
+    async def tokens(self, text: str) -> int:
+        """How many tokens the served model reads ``text`` as (its own tokenizer, ``/tokenize``)."""
+        async with httpx.AsyncClient(timeout=30) as client:
+            reply = await client.post(
+                self.metrics_url.removesuffix("/metrics") + "/tokenize", json={"content": text}
+            )
+        return len(reply.json()["tokens"])
 
     def stop(self) -> None:
         """Free the model's memory."""
@@ -939,12 +949,12 @@ PLUMB = [
     Task("largest-ocean", "none", "@agent Which ocean is the largest on Earth?", mentions("Pacific"),
          "Pacific", set()),
 ]  # fmt: skip
-#: Written in stop 50 before any change of that stop, and run untouched first: one per kind of two-step task.
+#: Written in stop 49 before any change of that stop, and run untouched first: one per kind of two-step task.
 QUARRY = [
     Task("business-yearly-x3", "documents>calculate",
          "@agent What would 3 Lanternfish Business installations cost per year when paid yearly?",
          says(1470), "1470 (3 x 490 EUR)", {3, 490, 1470}),
-    Task("pause-seconds", "documents>calculate",
+    Task("alert-pause-secs", "documents>calculate",
          "@agent For how many seconds does Lanternfish pause alerts when most checks fail together?",
          says(600), "600 (10 minutes)", {10, 600}),
     Task("date-put", "datetime>note", "@agent Put today's date in a note.", note_with_date,
@@ -1033,6 +1043,8 @@ class Result:
     replies: list[str] = field(default_factory=list)  # what the model wrote each round, before parsing
     strict: bool = False  # done, as a person reads it: see strict_faults
     faults: list[str] = field(default_factory=list)
+    catalog_tokens: int | None = None  # the catalog every model call of the turn read; None: not measured
+    offered: list[str] | None = None  # the tools C0 offered the turn (None: every tool, or not recorded)
 
 
 async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, history: bool) -> Result:
@@ -1066,6 +1078,7 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
     last = turn[-1] if turn else None
     answer = str(last.content) if isinstance(last, AIMessage) and not last.tool_calls else ""
     outcome = Outcome(answer, notes, started, ended)
+    catalog_size = await catalog_tokens(model, context, values.get("decisions") or [])
     ok = error is None and task.check(outcome)
     faults = strict_faults(task, outcome, calls)
     return Result(
@@ -1092,7 +1105,29 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
         server=server,
         error=error,
         replies=[str(m.response_metadata.get("prompted_text") or m.content) for m in asked + turn[-1:]],
+        catalog_tokens=catalog_size,
+        offered=offered_tools(values.get("decisions") or []),
     )
+
+
+def offered_tools(decisions: list[dict[str, Any]]) -> list[str] | None:
+    """The tools C0 chose for the turn, by its last decision (``None``: every tool, or no decision)."""
+    chosen = [d["outcome"] for d in decisions if d.get("id") == "C0"]
+    return chosen[-1].get("offered") if chosen and isinstance(chosen[-1], dict) else None
+
+
+async def catalog_tokens(model: ModelUnderTest, context: Context, decisions: list[dict[str, Any]]) -> int:
+    """Tokens of the catalog (instructions and tools) the turn offered, by C0's last decision of the turn.
+
+    Every model call of a prompted turn reads the same catalog: C0 chooses once per turn.
+    """
+    if not any(d.get("id") == "C0" for d in decisions):
+        return 0
+    tools = (await Services(records=PostgresRecords()).toolset(context)).tools
+    offered = offered_tools(decisions)
+    offered = list(tools) if offered is None else offered
+    shown = [tools[name] for name in offered if name in tools]
+    return await model.tokens(catalog(shown)) if shown else 0
 
 
 async def baseline(graph: Any, history: bool, n: int) -> float:
@@ -1171,7 +1206,28 @@ def print_faults(results: list[Result]) -> None:
             ratio = f", {statistics.median(ratios):.2f}x the one-call baseline" if ratios else ""
             calls = sum(len(r.calls) for r in part) / len(part)
             seconds = statistics.median(r.seconds for r in part)
-            print(f"median s, {label}: {seconds:.1f}{ratio}; tool calls/task {calls:.2f}")
+            print(
+                f"median s, {label}: {seconds:.1f}{ratio}; tool calls/task {calls:.2f}{catalog_share(part)}"
+            )
+
+
+def catalog_share(results: list[Result]) -> str:
+    """The catalog's share of the prompt tokens the tasks' model calls read (cached or not), if measured.
+
+    A call's prompt is the catalog and the rest, and each of a task's ``rounds + 1`` calls reads the catalog
+    (G3's second asking, rarely, reads one more prompt without it: the share is then a little high).
+    """
+    measured = [r for r in results if r.catalog_tokens is not None and r.server.get("read") is not None]
+    if not measured:
+        return ""
+    catalog_read = sum(r.catalog_tokens * (r.rounds + 1) for r in measured)  # type: ignore[operator]
+    prompt = sum(r.server.get("read", 0) + r.server.get("cached", 0) for r in measured)
+    per_call = prompt / sum(r.rounds + 1 for r in measured)
+    return (
+        f"; prompt tokens/call {per_call:.0f}, the catalog's share {catalog_read / prompt:.0%}"
+        if prompt
+        else ""
+    )
 
 
 async def bench(options: argparse.Namespace) -> None:
