@@ -73,15 +73,26 @@ def attachments(message: BaseMessage) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict) and b.get("type") in ATTACHMENT_TYPES]
 
 
+def asked_text(message: BaseMessage) -> str:
+    """What a user message asks: its text without ``@agent``, as retrieval, recall and tool choice read it.
+
+    ``@agent`` chooses the route; it is no word of the question. Left in a search query, it matched the
+    sample FAQ's "workspace-agent" at cosine 0.30-0.34, over the 0.25 threshold, so every agent turn (a sum,
+    the weekday, "Which ocean is the largest?") was given that passage and offered ``search_documents``.
+    """
+    text = message_text(message)
+    return text[len(AGENT_PREFIX) :].strip() if text.startswith(AGENT_PREFIX) else text
+
+
 def prompt_text(message: BaseMessage) -> str:
     """What the model reads for a user message: its text without ``@agent``, and a line per attachment.
 
     ``@agent`` is an instruction to ``route``, not to the model; it stays in the thread where it was typed.
     An attachment is named with what became of it (``uploads`` records that in the block's ``outcome``).
     """
-    text = message_text(message)
-    if text.startswith(AGENT_PREFIX):
-        text = text[len(AGENT_PREFIX) :].strip() or ("Hello!" if not attachments(message) else "")
+    text = asked_text(message)
+    if message_text(message).startswith(AGENT_PREFIX) and not text:
+        text = "Hello!" if not attachments(message) else ""
     notes = [f"[Attached {block_name(b)}: {b.get('outcome') or 'not read'}]" for b in attachments(message)]
     return "\n\n".join(part for part in (text, *notes) if part)
 

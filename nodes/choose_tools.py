@@ -28,7 +28,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from ..core.context import Context
-from ..core.conversation import message_text, turn_question
+from ..core.conversation import asked_text, turn_question
 from ..core.state import AgentState, decision
 from ..providers.prompted.catalog import acts
 from ..providers.prompted.cues import asked_for, tool_texts
@@ -86,7 +86,7 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
         return {"offered": [], "decisions": [decision("C0", "code", outcome, why)]}
     tools = list((await services.toolset(ctx)).tools.values())
     question = turn_question(state["messages"])
-    message = message_text(question) if question is not None else ""
+    message = asked_text(question) if question is not None else ""
     if not ctx.choose_tools or not on("choose_tools") or not tools:
         why = "the run asked for every tool" if not ctx.choose_tools else "every tool the workspace allows"
         return {"offered": None, "decisions": [decision("C0", "code", "all", why)]}

@@ -7,13 +7,19 @@ nobody asked for. What a turn offers is read here where the model reads it: the 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from langchain_core.tools import StructuredTool
 
 from tests.support.helpers import decisions_of, user_message
+from workspace_agent.checkpoints.chunks import DocumentStore
 from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply
+from workspace_agent.skills.documents import index_document
+from workspace_agent.skills.loaders import content_hash
+
+FAQ = Path(__file__).resolve().parents[2] / "samples" / "workspace" / "faq.md"
 
 
 def in_catalog(request: dict) -> list[str]:
@@ -118,3 +124,34 @@ async def test_every_round_of_a_turn_keeps_the_turns_tools(llm, saver, workspace
     assert out["messages"][-1].content == "36 EUR."
     assert in_catalog(first) == in_catalog(second) and "save_note" not in in_catalog(second)
     assert len(decisions_of(out, "C0")) == 1, "chosen once per turn"
+
+
+async def test_at_agent_is_no_word_of_the_search_nor_of_the_tool_choice(
+    llm, saver, database_url, workspace, thread
+):
+    """``@agent`` picks the route; searched for, it matched the sample FAQ's "workspace-agent" (cosine 0.3).
+
+    So every agent turn in the sample workspace was given that passage and offered ``search_documents``.
+    The same question about the FAQ, with and without the prefix, still finds it.
+    """
+    text = FAQ.read_text()
+    await index_document(
+        DocumentStore(database_url), workspace, source="faq.md", title="faq.md", text=text,
+        digest=content_hash(text.encode()),
+    )  # fmt: skip
+    graph = build_graph(checkpointer=saver)
+    llm.push(text_reply("The Pacific."))
+    out = await graph.ainvoke(
+        user_message("@agent Which ocean is the largest?"), thread, context=prompted(workspace)
+    )
+    assert out["sources"] == [] and decisions_of(out, "B8")[0]["outcome"]["chunks"] == 0, out["sources"]
+    assert "[CONTEXT 0]" not in str(llm.requests[0]["messages"])
+    assert "search_documents" not in in_catalog(llm.requests[0]), decisions_of(out, "C0")[0]["why"]
+
+    llm.reset()
+    llm.push(text_reply("A team of four in Ghent."))
+    out = await graph.ainvoke(
+        user_message("@agent Who makes Lanternfish?"), thread, context=prompted(workspace)
+    )
+    assert {s["title"] for s in out["sources"]} == {"faq.md"}, "a question about the FAQ still finds it"
+    assert "A team of four people in Ghent" in str(llm.requests[0]["messages"])
