@@ -989,11 +989,39 @@ SPRIG = [
          set()),
     Task("spider-legs", "none", "@agent How many legs does a spider have?", says(8), "8", {8}),
 ]  # fmt: skip
+#: Written in stop 49 after ``quarry`` and ``sprig`` were run, before the change it measures (``unit_given``):
+#: a figure asked for in a unit, which the documents give in that unit (a lookup) or in another (a
+#: conversion, for ``calculate``).
+THICKET = [
+    Task("reset-minutes", "documents",
+         "@agent For how many minutes is the Lanternfish password reset link valid?", says(15), "15", {15}),
+    Task("reset-seconds", "documents>calculate",
+         "@agent How many seconds is the Lanternfish password reset link valid for?", says(900),
+         "900 (15 minutes)", {15, 60, 900}),
+    Task("support-hours", "documents",
+         "@agent Within how many hours does Lanternfish support answer Business customers?", says(4),
+         "4", {4}),
+    Task("pause-minutes", "documents",
+         "@agent How many minutes does Lanternfish pause alerts when most checks fail at once?", says(10),
+         "10", {10, 80}),
+    Task("money-back-days", "documents",
+         "@agent How many days after buying can I still get my money back for Lanternfish?", says(30), "30",
+         {30}),
+    Task("refund-hours", "documents>calculate",
+         "@agent How many hours long is the Lanternfish refund window?",
+         says(720), "720 (30 days)", {30, 24, 720}),
+    Task("shortest-interval", "documents",
+         "@agent What is the shortest interval a Lanternfish check can run at, in seconds?", says(30), "30",
+         {30}),
+    Task("support-minutes", "documents>calculate",
+         "@agent In minutes, how fast does Lanternfish support answer Business customers?", says(240),
+         "240 (4 hours)", {4, 60, 240}),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
-         "quarry": QUARRY, "sprig": SPRIG}  # fmt: skip
+         "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
