@@ -31,7 +31,7 @@ from ..core.context import Context
 from ..core.conversation import asked_text, turn_question
 from ..core.state import AgentState, decision
 from ..providers.prompted.catalog import acts
-from ..providers.prompted.cues import asked_for, tool_texts
+from ..providers.prompted.cues import asked_for, tool_texts, unit_given
 from ..providers.prompted.rules import on
 from ..skills.documents import embedder
 from .services import Services
@@ -99,17 +99,23 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
         why = f"the tools could not be ranked ({type(exc).__name__}: {exc}): every tool is offered"
         return {"offered": None, "decisions": [decision("C0", "code", "all", why)]}
     found = any("chunk" in s for s in state.get("sources") or [])
+    given = state.get("context") or []  # the passages and pinned documents the turn's prompt holds
     reasons: dict[str, str] = {}
     offered = []
     for tool in tools:
         builtin = not (tool.metadata or {}).get("mcp")
         named = asked_for(tool, message, builtin)
         score = scores.get(tool.name, 0.0)
+        unit = unit_given(message, given) if named and builtin and tool.name == "calculate" else None
+        if unit and on("unit_given"):
+            named = False
         if acts(tool):
             chosen = named
         else:
             chosen = named or score >= RELEVANT or (found and tool.name == "search_documents")
         reasons[tool.name] = _why(tool, named, score, found)
+        if unit and not named:
+            reasons[tool.name] += f"; asked in {unit}, which the given passages state"
         if chosen:
             offered.append(tool.name)
     left_out = {n: reasons[n] for n in reasons if n not in offered}

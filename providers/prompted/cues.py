@@ -14,6 +14,7 @@ name that says what it acts on (``create_issue``: an issue), as ``named_unused``
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from langchain_core.tools import BaseTool
 
@@ -81,11 +82,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 
 #: What asks for arithmetic: a number to compute with, an operation or aggregate named, or a figure asked
 #: for in a unit, which may be a conversion of the one the documents give.
-_ARITHMETIC = (
+_OPERANDS = (
     r"\d|\b(?:total|together|altogether|sum|average|percent|per|times|multiply|multiplied|divide|divided|"
-    r"add|subtract|minus|plus)\b|\b(?:how many|in) (?:seconds|minutes|hours|days|weeks|months|years|bytes|"
-    r"kilobytes|megabytes|gigabytes|times)\b"
+    r"add|subtract|minus|plus)\b"
 )
+_UNITS = r"seconds|minutes|hours|days|weeks|months|years|bytes|kilobytes|megabytes|gigabytes"
+_UNIT_ASKED = rf"\b(?:how many|in) ({_UNITS}|times)\b"
+_ARITHMETIC = f"{_OPERANDS}|{_UNIT_ASKED}"
 #: Any question about a quantity (``arithmetic_asked`` off): a fact the documents hold reads as one too.
 _QUANTITY = re.compile(_ARITHMETIC + r"|\bhow (?:many|much|long|old|often|far)\b", re.IGNORECASE)
 _SQL = r"\b(?:database|sql|tables?|rows?|columns?|quer(?:y|ies))\b"
@@ -109,6 +112,25 @@ ASKED_BY: dict[str, re.Pattern[str]] = {
         "sql_query": _SQL,
     }.items()
 }
+
+
+def unit_given(message: str, passages: Sequence[str]) -> str | None:
+    """The unit a message asks its figure in, when the passages given with it state a figure in that unit.
+
+    A figure asked for in a unit ("how many days ...?") is ``calculate``'s cue because the documents may give
+    it in another ("15 minutes", asked in seconds). When the message has nothing else to compute with and
+    the passages already state a figure in the unit asked, the question reads as a lookup. Offered
+    ``calculate`` for such questions, the 1.5B ran ``calculate('90')`` for "how many days does Lanternfish
+    keep check results?" and made up ``30 - 7`` (answering 23) for "within how many days can I ask for a
+    refund?". ``None``: the cue stands.
+    """
+    if re.search(_OPERANDS, message, re.IGNORECASE):
+        return None
+    given = " ".join(passages)
+    for unit in dict.fromkeys(u.lower() for u in re.findall(_UNIT_ASKED, message, re.IGNORECASE)):
+        if unit != "times" and re.search(rf"\d[\d,.]*[\s-]*{unit[:-1]}s?\b", given, re.IGNORECASE):
+            return unit
+    return None
 
 
 def tool_texts(tool: BaseTool) -> list[str]:

@@ -136,6 +136,22 @@ RULES = (
         ),
     ),
     Rule(
+        "unit_given",
+        "calculate's only cue is a figure asked for in a unit, and the passages given with the message "
+        "state a figure in that unit",
+        "does not offer calculate for its words (cues.unit_given); its embedding may still offer it",
+        'C0 "calculate: ...; asked in <unit>, which the given passages state"',
+        "asked how many days the documents keep results (90 days), the 1.5B ran calculate('90'); asked "
+        "within how many days a refund may be asked (30 days), it ran calculate('30 - 7') and answered 23",
+        steers=True,
+        measured=(
+            "bench/chains.py --split thicket,sprig,quarry [--without unit_given], 1.5B; thicket written "
+            "before the rule: 2026-12-06, strict 11 -> 17 of 24 (thicket 0 -> 4 of 8, sprig 6 -> 8 of 8, "
+            "quarry 5 -> 5 of 8), unneeded tools 7 -> 1; median one-step turn 16.8 -> 44.1 s (lookups "
+            "now search the documents)"
+        ),
+    ),
+    Rule(
         "choose_tools",
         "a turn of a model that reads its tools from the prompt",
         "offers the tools the message needs; acting ones only when asked for in words (nodes/choose_tools)",

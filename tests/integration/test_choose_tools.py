@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from langchain_core.tools import StructuredTool
 
@@ -34,6 +35,23 @@ def prompted(workspace: str, **kw: object) -> Context:
     return Context(workspace=workspace, native_tool_calling=False, **kw)
 
 
+async def offered_for(llm: Any, graph: Any, thread: dict, workspace: str, text: str) -> list[str]:
+    """The tools the catalog of a fresh prompted turn's first request offers (the model answers "ok")."""
+    llm.reset()
+    llm.push(text_reply("ok"))
+    await graph.ainvoke(user_message(text), thread, context=prompted(workspace))
+    return in_catalog(llm.requests[0])
+
+
+async def add_faq(database_url: str, workspace: str) -> None:
+    """The sample FAQ in the workspace, chunked and embedded as an ingest does."""
+    text = FAQ.read_text()
+    await index_document(
+        DocumentStore(database_url), workspace, source="faq.md", title="faq.md", text=text,
+        digest=content_hash(text.encode()),
+    )  # fmt: skip
+
+
 async def test_a_question_that_needs_no_tool_gets_no_catalog(llm, saver, workspace, thread):
     graph = build_graph(checkpointer=saver)
     llm.push(text_reply("Paris."))
@@ -58,14 +76,9 @@ async def test_a_tool_that_acts_is_offered_only_when_the_message_asks_for_it(llm
     assert "calculate" in offered, "a question with figures may need arithmetic"
     assert not {"save_note", "save_to_workspace", "fetch_url"} & set(offered), "nothing asked to be saved"
 
-    llm.reset()
-    llm.push(text_reply("36 EUR."))
-    await graph.ainvoke(
-        user_message("@agent what do 3 tickets at 12 EUR cost? save it as a note"),
-        thread,
-        context=prompted(workspace),
+    offered = await offered_for(
+        llm, graph, thread, workspace, "@agent what do 3 tickets at 12 EUR cost? save it as a note"
     )
-    offered = in_catalog(llm.requests[0])
     assert {"calculate", "save_note"} <= set(offered) and "save_to_workspace" not in offered
 
 
@@ -134,11 +147,7 @@ async def test_at_agent_is_no_word_of_the_search_nor_of_the_tool_choice(
     So every agent turn in the sample workspace was given that passage and offered ``search_documents``.
     The same question about the FAQ, with and without the prefix, still finds it.
     """
-    text = FAQ.read_text()
-    await index_document(
-        DocumentStore(database_url), workspace, source="faq.md", title="faq.md", text=text,
-        digest=content_hash(text.encode()),
-    )  # fmt: skip
+    await add_faq(database_url, workspace)
     graph = build_graph(checkpointer=saver)
     llm.push(text_reply("The Pacific."))
     out = await graph.ainvoke(
@@ -155,3 +164,24 @@ async def test_at_agent_is_no_word_of_the_search_nor_of_the_tool_choice(
     )
     assert {s["title"] for s in out["sources"]} == {"faq.md"}, "a question about the FAQ still finds it"
     assert "A team of four people in Ghent" in str(llm.requests[0]["messages"])
+
+
+async def test_a_figure_the_passages_give_in_the_unit_asked_is_looked_up_not_computed(
+    llm, saver, database_url, workspace, thread
+):
+    """The FAQ keeps results "90 days": asked in days, that is a lookup; asked in hours, a conversion."""
+    await add_faq(database_url, workspace)
+    graph = build_graph(checkpointer=saver)
+    llm.push(text_reply("90 days."))
+    out = await graph.ainvoke(
+        user_message("@agent How many days does Lanternfish keep check results?"),
+        thread,
+        context=prompted(workspace),
+    )
+    chosen = decisions_of(out, "C0")[0]
+    assert "calculate" not in in_catalog(llm.requests[0]), chosen["why"]
+    assert "calculate: not relevant" in chosen["why"] and "asked in days" in chosen["why"], chosen["why"]
+
+    asked_in_hours = "@agent How many hours does Lanternfish keep check results?"
+    offered = await offered_for(llm, graph, thread, workspace, asked_in_hours)
+    assert "calculate" in offered, "90 days asked in hours is arithmetic"

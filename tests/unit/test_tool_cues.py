@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.tools import StructuredTool
 
-from workspace_agent.providers.prompted.cues import ASKED_BY, EXAMPLES, asked_for, tool_texts
+from workspace_agent.providers.prompted.cues import ASKED_BY, EXAMPLES, asked_for, tool_texts, unit_given
 
 
 def tool(name: str, description: str = "A tool.") -> StructuredTool:
@@ -63,3 +63,25 @@ def test_every_cue_is_for_a_tool_with_example_requests_or_a_description() -> Non
     for name in ASKED_BY:
         texts = tool_texts(tool(name, "Reads something."))
         assert texts[0].startswith(name.replace("_", " ")) and len(texts) == 1 + len(EXAMPLES.get(name, ()))
+
+
+GIVEN = ["The parcel locker keeps a package for 72 hours before it goes back to the sender."]
+
+
+@pytest.mark.parametrize(
+    ("message", "unit"),
+    [
+        ("How many hours does the locker keep a package?", "hours"),  # the passage says it in hours
+        ("How many days does the locker keep a package?", None),  # 72 hours, asked in days: a conversion
+        ("How many hours do 3 packages wait in all?", None),  # a number to compute with
+        ("How many times has the package been moved?", None),  # not a unit
+    ],
+)
+def test_a_figure_asked_in_the_unit_the_passages_give_is_a_lookup(message: str, unit: str | None) -> None:
+    assert asked_for(tool("calculate"), message, builtin=True), "calculate's cue still reads the unit"
+    assert unit_given(message, GIVEN) == unit
+
+
+def test_without_passages_a_unit_asked_stays_a_cue_for_calculate() -> None:
+    assert unit_given("How many hours does the locker keep a package?", []) is None
+    assert unit_given("How many minutes does it take?", ["a 90-minute walk"]) == "minutes"
