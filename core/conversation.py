@@ -73,15 +73,20 @@ def attachments(message: BaseMessage) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict) and b.get("type") in ATTACHMENT_TYPES]
 
 
-def asked_text(message: BaseMessage) -> str:
-    """What a user message asks: its text without ``@agent``, as retrieval, recall and tool choice read it.
-
-    ``@agent`` chooses the route; it is no word of the question. Left in a search query, it matched the
-    sample FAQ's "workspace-agent" at cosine 0.30-0.34, over the 0.25 threshold, so every agent turn (a sum,
-    the weekday, "Which ocean is the largest?") was given that passage and offered ``search_documents``.
-    """
-    text = message_text(message)
+def _without_prefix(text: str) -> str:
     return text[len(AGENT_PREFIX) :].strip() if text.startswith(AGENT_PREFIX) else text
+
+
+def turn_asked(messages: Sequence[BaseMessage]) -> str:
+    """What the running turn asks: its user message's text without ``@agent`` ("" when there is none).
+
+    Retrieval, recall, tool choice and the prompted loop read this. ``@agent`` chooses the route; it is no
+    word of the question. Left in a search query, it matched the sample FAQ's "workspace-agent" at cosine
+    0.30-0.34, over the 0.25 threshold, so every agent turn (a sum, the weekday, "Which ocean is the
+    largest?") was given that passage and offered ``search_documents``.
+    """
+    question = turn_question(messages)
+    return _without_prefix(message_text(question)) if question is not None else ""
 
 
 def prompt_text(message: BaseMessage) -> str:
@@ -90,8 +95,9 @@ def prompt_text(message: BaseMessage) -> str:
     ``@agent`` is an instruction to ``route``, not to the model; it stays in the thread where it was typed.
     An attachment is named with what became of it (``uploads`` records that in the block's ``outcome``).
     """
-    text = asked_text(message)
-    if message_text(message).startswith(AGENT_PREFIX) and not text:
+    typed = message_text(message)
+    text = _without_prefix(typed)
+    if typed.startswith(AGENT_PREFIX) and not text:
         text = "Hello!" if not attachments(message) else ""
     notes = [f"[Attached {block_name(b)}: {b.get('outcome') or 'not read'}]" for b in attachments(message)]
     return "\n\n".join(part for part in (text, *notes) if part)

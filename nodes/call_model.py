@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from ..core.client_loop import hand_back, stub_tools
 from ..core.context import Context
-from ..core.conversation import asked_text, message_text, turn_question
+from ..core.conversation import message_text, turn_asked
 from ..core.jobs import time_left, timed_out
 from ..core.plan import assemble
 from ..core.prompts import ALREADY_RUN, CUT_CALL
@@ -203,8 +203,7 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
                 sampled = _sampled(
                     model, ctx, max_tokens=None
                 )  # the prompted turn asks for its own max_tokens
-                question = turn_question(state["messages"])
-                asked = asked_text(question) if question is not None else ""
+                asked = turn_asked(state["messages"])
                 given_with = bool(plan.get("context"))  # memories or documents before the person's words
                 offer = stub_tools(client) if client is not None else tools
                 forced = client.forced if client is not None else frozenset()

@@ -28,7 +28,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from ..core.context import Context
-from ..core.conversation import asked_text, turn_question
+from ..core.conversation import turn_asked
 from ..core.state import AgentState, decision
 from ..providers.prompted.catalog import acts
 from ..providers.prompted.cues import asked_for, tool_texts, unit_given
@@ -85,8 +85,7 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
         outcome = {"client": sorted(ctx.client_tools.names)}
         return {"offered": [], "decisions": [decision("C0", "code", outcome, why)]}
     tools = list((await services.toolset(ctx)).tools.values())
-    question = turn_question(state["messages"])
-    message = asked_text(question) if question is not None else ""
+    message = turn_asked(state["messages"])
     if not ctx.choose_tools or not on("choose_tools") or not tools:
         why = "the run asked for every tool" if not ctx.choose_tools else "every tool the workspace allows"
         return {"offered": None, "decisions": [decision("C0", "code", "all", why)]}
@@ -106,15 +105,15 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
         builtin = not (tool.metadata or {}).get("mcp")
         named = asked_for(tool, message, builtin)
         score = scores.get(tool.name, 0.0)
-        unit = unit_given(message, given) if named and builtin and tool.name == "calculate" else None
-        if unit and on("unit_given"):
-            named = False
+        checked = named and builtin and tool.name == "calculate" and on("unit_given")
+        unit = unit_given(message, given) if checked else None
+        named = named and not unit
         if acts(tool):
             chosen = named
         else:
             chosen = named or score >= RELEVANT or (found and tool.name == "search_documents")
         reasons[tool.name] = _why(tool, named, score, found)
-        if unit and not named:
+        if unit:
             reasons[tool.name] += f"; asked in {unit}, which the given passages state"
         if chosen:
             offered.append(tool.name)

@@ -21,7 +21,7 @@ from ..checkpoints.memories import (
     PostgresMemories,
 )
 from ..core.context import Context
-from ..core.conversation import asked_text, turn_question
+from ..core.conversation import turn_asked
 from ..core.state import AgentState, decision
 from ..providers.embeddings import embedding_id, get_embeddings
 from .services import Services
@@ -71,7 +71,7 @@ async def recall(state: AgentState, runtime: Runtime[Context], *, services: Serv
     if len(local) <= INJECTED_WORKSPACE_LIMIT:
         chosen, how = local, f"all {len(local)} of the workspace"
     else:
-        text = asked_text(asked) if (asked := turn_question(state["messages"])) else ""
+        text = turn_asked(state["messages"])
         try:
             chosen, how = await _most_relevant(memories, local, text)
         except Exception as exc:  # no embedding model, or it failed: recency, as AnythingLLM falls back to

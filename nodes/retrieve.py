@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from ..checkpoints.chunks import ChunkHit, Document, DocumentStore
 from ..core.context import Context
-from ..core.conversation import asked_text, turn_question
+from ..core.conversation import turn_asked
 from ..core.plan import FRAME, SYSTEM_SHARE, render_system
 from ..core.state import AgentState, decision
 from ..providers.tokens import count, cut_middle, ensure_tokenizer
@@ -117,7 +117,7 @@ async def retrieve(state: AgentState, runtime: Runtime[Context], *, services: Se
     """
     ctx = runtime.context
     store = services.documents
-    query = asked_text(asked) if (asked := turn_question(state["messages"])) else ""
+    query = turn_asked(state["messages"])
     context: list[str] = []
     sources: list[dict] = []
     outcome: dict = {"pinned": [], "chunks": 0}
