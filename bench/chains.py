@@ -1017,11 +1017,51 @@ THICKET = [
          "@agent In minutes, how fast does Lanternfish support answer Business customers?", says(240),
          "240 (4 hours)", {4, 60, 240}),
 ]  # fmt: skip
+#: Written in stop 50 before any change of that stop, and run untouched first: one per kind of two-step task,
+#: on facts of the sample documents no earlier set asked for where there was one.
+BRAMBLE = [
+    Task("team-checks-x3", "documents>calculate",
+         "@agent How many checks do 3 Lanternfish Team installations give in total?", says(750),
+         "750 (3 x 250)", {3, 250, 750}),
+    Task("team-9-months", "documents>calculate",
+         "@agent What does one Lanternfish Team installation cost for 9 months?", says(108),
+         "108 (9 x 12 EUR)", {9, 12, 108}),
+    Task("weekday-save", "datetime>note", "@agent Save a note saying what day of the week it is today.",
+         note_with_weekday, "a note with today's weekday", clock_figures),
+    Task("times-write", "calculate>note", "@agent Compute 64 times 15 and write the result down in a note.",
+         note_says(960), "a note with 960", {64, 15, 960}),
+    Task("divide-then-plus", "calculate>calculate", "@agent Divide 840 by 7, then add 65 to the result.",
+         says(185), "185", {840, 7, 120, 65, 185}),
+    Task("years-since-2001", "datetime>calculate", "@agent How many years have passed since 2001?",
+         says(lambda o: {y - 2001 for y in this_year(o)}), "this year - 2001",
+         lambda o: clock_figures(o) | {2001.0} | {y - 2001 for y in this_year(o)}),
+    Task("error-kb-note", "documents>note",
+         "@agent Look up how much of a failed check's error Lanternfish keeps and save that in a note.",
+         note_says(2), "a note with 2 (KB)", {2}),
+    Task("hobby-x4-note", "documents>calculate>note",
+         "@agent Take the number of checks in the Lanternfish Hobby plan, multiply it by 4, and save the "
+         "result in a note.", note_says(80), "a note with 80 (4 x 20)", {20, 4, 80}),
+]  # fmt: skip
+#: One step or none, written with ``bramble`` and run untouched first. None asks for a write.
+MOSS = [
+    Task("plus-469", "calculate", "@agent What is 72 plus 469?", says(541), "541", {72, 469, 541}),
+    Task("percent-640", "calculate", "@agent What is 15 percent of 640?", says(96), "96", {15, 640, 96}),
+    Task("date-today", "datetime", "@agent What's the date today?", date_said, "today's date", clock_figures),
+    Task("year-is", "datetime", "@agent What year is it?", says(this_year), "this year", clock_figures),
+    Task("team-yearly", "documents", "@agent What does the Lanternfish Team plan cost a year if paid yearly?",
+         says(120), "120 EUR", {120}),
+    Task("empty-minutes", "documents",
+         "@agent After how many minutes of \"No data yet\" on the Lanternfish status page should I read the "
+         "container log?", says(5), "5", {5, 50}),
+    Task("romeo-author", "none", "@agent Who wrote Romeo and Juliet?", mentions("Shakespeare"),
+         "Shakespeare", set()),
+    Task("continents", "none", "@agent How many continents are there on Earth?", says(7), "7", {7}),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
-         "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET}  # fmt: skip
+         "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
