@@ -1057,11 +1057,37 @@ MOSS = [
          "Shakespeare", set()),
     Task("continents", "none", "@agent How many continents are there on Earth?", says(7), "7", {7}),
 ]  # fmt: skip
+#: Written in stop 50 before the change it measures (units in ``calculate``), and run untouched first: a
+#: figure to convert from one unit of time to another, given in the question or read from the documents.
+FEN = [
+    Task("hours-in-weeks", "calculate", "@agent How many hours are there in 3 weeks?", says(504), "504",
+         {3, 7, 24, 21, 168, 504}),
+    Task("minutes-in-hours", "calculate", "@agent How many minutes are in 2.5 hours?", says(150), "150",
+         {2.5, 60, 150}),
+    Task("seconds-in-day", "calculate", "@agent How many seconds does a day have?", says(86400), "86400",
+         {1, 24, 60, 3600, 1440, 86400}),
+    Task("longest-interval-secs", "documents>calculate",
+         "@agent What is the longest interval a Lanternfish check can run at, in seconds?", says(300),
+         "300 (5 minutes)", {5, 60, 300}),
+    Task("retention-hours", "documents>calculate",
+         "@agent For how many hours does Lanternfish keep check results?", says(2160), "2160 (90 days)",
+         {90, 24, 2160}),
+    Task("support-seconds", "documents>calculate",
+         "@agent Within how many seconds does Lanternfish support answer Business customers?", says(14400),
+         "14400 (4 hours)", {4, 60, 3600, 14400}),
+    Task("refund-minutes", "documents>calculate",
+         "@agent How many minutes long is the Lanternfish refund window?", says(43200), "43200 (30 days)",
+         {30, 24, 60, 720, 1440, 43200}),
+    Task("no-data-seconds", "documents>calculate",
+         "@agent After how many seconds of \"No data yet\" should I read the Lanternfish container log?",
+         says(300), "300 (five minutes)", {5, 60, 300, 50}),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
-         "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS}  # fmt: skip
+         "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS,
+         "fen": FEN}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
