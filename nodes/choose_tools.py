@@ -9,7 +9,10 @@ message, within what the workspace and run allow (``tools``, ``without_tools``):
   action is taken because it was asked for, never because a message resembles it;
 - a read-only tool is offered when the message asks for it in words, or its description or an example
   request is close to the message by embedding (``RELEVANT``); ``search_documents`` also when retrieval
-  found passages of the workspace for the message.
+  found passages of the workspace for the message, as a first step towards another tool the turn is
+  offered. Offered alone for that reason, it would only find again the passages the prompt already
+  holds: the 1.5B searched twice and read them three times over for "how many minutes is the reset link
+  valid?" (``passages_only``), so the turn is then offered no tool and answers from the passages.
 
 A model that calls tools natively is offered every tool: it reads their schemas, not a catalog in its
 prompt, and chooses well among many (AnythingLLM ranks only beyond 15; cutting a list of MCP tools for a
@@ -101,6 +104,7 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
     given = state.get("context") or []  # the passages and pinned documents the turn's prompt holds
     reasons: dict[str, str] = {}
     offered = []
+    found_only = False  # search_documents offered only because retrieval found passages
     for tool in tools:
         builtin = not (tool.metadata or {}).get("mcp")
         named = asked_for(tool, message, builtin)
@@ -117,6 +121,11 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
             reasons[tool.name] += f"; asked in {unit}, which the given passages state"
         if chosen:
             offered.append(tool.name)
+            if tool.name == "search_documents":
+                found_only = not named and score < RELEVANT
+    if found_only and offered == ["search_documents"] and on("passages_only"):
+        offered = []
+        reasons["search_documents"] += ", and the prompt holds those passages: nothing is left to search"
     left_out = {n: reasons[n] for n in reasons if n not in offered}
     why = (
         f"{len(offered)} of {len(tools)} tools offered: "

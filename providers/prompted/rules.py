@@ -152,6 +152,17 @@ RULES = (
         ),
     ),
     Rule(
+        "passages_only",
+        "the only tool C0 would offer is search_documents, for no reason but the passages retrieval "
+        "already gave with the message",
+        "offers no tool: the turn answers from the passages in its prompt (nodes/choose_tools)",
+        'C0 "search_documents: ... the prompt holds those passages"',
+        "asked for how many minutes the reset link is valid, with the passage saying so in its prompt, the "
+        "1.5B searched, searched again, then answered: three model calls and the passages read three times",
+        steers=True,
+        measured="",
+    ),
+    Rule(
         "choose_tools",
         "a turn of a model that reads its tools from the prompt",
         "offers the tools the message needs; acting ones only when asked for in words (nodes/choose_tools)",

@@ -185,3 +185,27 @@ async def test_a_figure_the_passages_give_in_the_unit_asked_is_looked_up_not_com
     asked_in_hours = "@agent How many hours does Lanternfish keep check results?"
     offered = await offered_for(llm, graph, thread, workspace, asked_in_hours)
     assert "calculate" in offered, "90 days asked in hours is arithmetic"
+
+
+async def test_a_lookup_the_given_passages_answer_is_offered_no_search_of_them_again(
+    llm, saver, database_url, workspace, thread
+):
+    """Offered only because retrieval found passages, the search would find the same ones again.
+
+    With another tool offered the search stays: it is the first step of a turn that goes on to that tool.
+    """
+    await add_faq(database_url, workspace)
+    graph = build_graph(checkpointer=saver)
+    llm.push(text_reply("A team of four people in Ghent."))
+    out = await graph.ainvoke(
+        user_message("@agent Who makes Lanternfish?"), thread, context=prompted(workspace)
+    )
+    chosen = decisions_of(out, "C0")[0]
+    assert "A team of four people in Ghent" in str(llm.requests[0]["messages"]), "the passage is given"
+    assert in_catalog(llm.requests[0]) == [], chosen["why"]
+    assert "the prompt holds those passages" in chosen["why"], chosen["why"]
+    assert len(llm.requests) == 1, "one model call: the answer"
+
+    asked_with_a_sum = "@agent Who makes Lanternfish, and what is 4 times 12?"
+    offered = await offered_for(llm, graph, thread, workspace, asked_with_a_sum)
+    assert {"search_documents", "calculate"} <= set(offered), offered
