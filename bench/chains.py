@@ -446,9 +446,13 @@ WRITTEN_DATE = re.compile(
 )
 
 
+#: A numbered list's marker at the start of a line ("1. From the context, ..."): an order, not a figure.
+LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)
+
+
 def figures_of(text: str) -> list[float]:
-    """The figures a person reads in ``text``: its numbers outside dates and times of day."""
-    return numbers(WRITTEN_DATE.sub(" ", text))
+    """The figures a person reads in ``text``: its numbers outside dates, times of day and list markers."""
+    return numbers(LIST_MARKER.sub(" ", WRITTEN_DATE.sub(" ", text)))
 
 
 def strict_faults(task: Task, outcome: Outcome, calls: list[dict[str, Any]]) -> list[str]:
