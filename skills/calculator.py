@@ -19,7 +19,7 @@ import ast
 import math
 import operator
 import re
-from typing import Annotated, Any
+from typing import Any
 
 MAX_EXPRESSION_CHARS = 1000
 MAX_DEPTH = 40
@@ -98,10 +98,11 @@ def _evaluate(node: ast.AST, depth: int = 0) -> float:
     raise CalculationRefused(f"unsupported expression element: {ast.dump(node)[:40]}")
 
 
-def calculate(
-    expression: Annotated[str, 'arithmetic, or a time with its unit and the unit wanted: "30 days in hours"'],
-) -> str:
-    """Evaluate an arithmetic expression with + - * / // % ** and parentheses, e.g. "(3 + 4) * 2"."""
+def calculate(expression: str) -> str:
+    """Evaluate an arithmetic expression with + - * / // % ** and parentheses, e.g. "(3 + 4) * 2".
+
+    Converts units of time too, e.g. "30 days in hours".
+    """
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise CalculationRefused(
             f"the expression has {len(expression)} characters; the limit is {MAX_EXPRESSION_CHARS}"
