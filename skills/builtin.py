@@ -33,10 +33,7 @@ def current_datetime() -> str:
 
 
 async def calculate_in_worker(expression: str) -> str:
-    """Evaluate an arithmetic expression with + - * / // % ** and parentheses, e.g. "(3 + 4) * 2".
-
-    Converts units of time too, e.g. "30 days in hours".
-    """
+    """Evaluate an arithmetic expression with + - * / // % ** and parentheses, e.g. "(3 + 4) * 2"."""
     async with asyncio.timeout(WORKER_TIMEOUT):
         return await workers.run(calculate, expression)
 

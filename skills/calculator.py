@@ -6,11 +6,6 @@ so no timeout in the same process can stop it. Every operation here is priced be
 expression's length and nesting are capped, and an integer power or product whose result would exceed
 ``MAX_BITS`` is refused instead of computed. Float arithmetic is constant-time (it overflows to an error or
 to ``inf``). This module imports nothing heavy, because worker processes import it to evaluate.
-
-An expression may also convert between units of time ("30 days in hours"). Asked how many hours a 30-day
-window lasts, the 1.5B wrote ``30 / 24``; asked 15 minutes in seconds, it answered 15. Choosing the factor
-and which way it goes is the step it gets wrong, and the words of the question already say both, so the
-tool takes them as they are written and works the factor out itself.
 """
 
 from __future__ import annotations
@@ -18,7 +13,6 @@ from __future__ import annotations
 import ast
 import math
 import operator
-import re
 from typing import Any
 
 MAX_EXPRESSION_CHARS = 1000
@@ -37,21 +31,6 @@ _BINARY: dict[type, Any] = {
     ast.Pow: operator.pow,
 }
 _UNARY: dict[type, Any] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-
-
-#: Seconds in each unit of time a conversion may name. Months and years are left out: their length varies.
-SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400, "week": 604_800}
-_ABBREVIATED = {"s": "second", "sec": "second", "min": "minute", "h": "hour", "hr": "hour", "d": "day"}
-_UNIT = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|s|h|d)"
-#: A number with a unit of time: ``30 days``, ``2.5 h``.
-_QUANTITY = re.compile(rf"(\d+(?:\.\d+)?)\s*({_UNIT})\b", re.IGNORECASE)
-#: The unit asked for, at the end: ``... in hours``, ``... to minutes``.
-_TARGET = re.compile(rf"\s+(?:in|to|into|as)\s+({_UNIT})\s*$", re.IGNORECASE)
-
-
-def _unit(word: str) -> str:
-    word = word.lower()
-    return _ABBREVIATED.get(word) or _ABBREVIATED.get(word.rstrip("s")) or word.rstrip("s")
 
 
 class CalculationRefused(ValueError):
@@ -99,44 +78,16 @@ def _evaluate(node: ast.AST, depth: int = 0) -> float:
 
 
 def calculate(expression: str) -> str:
-    """Evaluate an arithmetic expression with + - * / // % ** and parentheses, e.g. "(3 + 4) * 2".
-
-    Converts units of time too, e.g. "30 days in hours".
-    """
+    """Evaluate an arithmetic expression with + - * / // % ** and parentheses, e.g. "(3 + 4) * 2"."""
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise CalculationRefused(
             f"the expression has {len(expression)} characters; the limit is {MAX_EXPRESSION_CHARS}"
         )
-    target = _TARGET.search(expression)
-    if target is None and not _QUANTITY.search(expression):
-        return written(_evaluate(_parsed(expression)))
-    return _converted(expression, target)
-
-
-def _parsed(expression: str) -> ast.Expression:
     try:
-        return ast.parse(expression.strip(), mode="eval")
+        tree = ast.parse(expression.strip(), mode="eval")
     except (SyntaxError, MemoryError, RecursionError) as exc:
         raise CalculationRefused(f"not an arithmetic expression: {exc}") from exc
-
-
-def _converted(expression: str, target: re.Match[str] | None) -> str:
-    """``30 days in hours``: each quantity in seconds, the sum of them in the unit asked for, named.
-
-    The result names its unit, so that the model reads "720 hours" and not a bare 720 it may take for days.
-    """
-    if target is None:
-        raise CalculationRefused('name the unit of the result at the end, as in "30 days in hours"')
-    body = expression[: target.start()]
-    if re.search(r"\b(?:months?|years?)\b", body, re.IGNORECASE):
-        raise CalculationRefused("months and years have no fixed length: give the figure in days or weeks")
-    if not _QUANTITY.search(body):
-        raise CalculationRefused('give the figure to convert with its unit, as in "30 days in hours"')
-    in_seconds = _QUANTITY.sub(lambda m: f"({m[1]} * {SECONDS[_unit(m[2])]})", body)
-    unit = _unit(target[1])
-    value = _evaluate(_parsed(in_seconds)) / SECONDS[unit]
-    result = written(value)
-    return f"{result} {unit if result == '1' else unit + 's'}"
+    return written(_evaluate(tree))
 
 
 def written(value: float) -> str:

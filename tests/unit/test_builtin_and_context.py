@@ -82,26 +82,3 @@ def test_a_result_is_written_as_a_person_writes_it_without_binary_float_error():
     assert calculate("1 / 3") == "0.333333333333", "twelve significant digits"
     assert calculate("2 ** 70") == str(2**70), "integers stay exact"
     assert calculate("1e308 * 10") == "inf"
-
-
-def test_calculate_converts_time_the_way_the_question_words_it():
-    # The 1.5B computed 30 days in hours as 30 / 24: the factor and its direction are the tool's to get right.
-    assert calculate("30 days in hours") == "720 hours"
-    assert calculate("15 minutes in seconds") == "900 seconds"
-    assert calculate("2.5 hours to minutes") == "150 minutes"
-    assert calculate("2 hours + 30 minutes in minutes") == "150 minutes", "quantities in different units add"
-    assert calculate("3 weeks in hours") == "504 hours"
-    assert calculate("720 hours in days") == "30 days"
-    assert calculate("24 h in day") == "1 day", "abbreviations, and one unit named in the singular"
-    assert calculate("3 * 7") == "21", "an expression without units is plain arithmetic"
-
-
-def test_a_conversion_that_cannot_be_read_is_refused_with_what_to_write():
-    with pytest.raises(ValueError, match="name the unit of the result"):
-        calculate("30 days")
-    with pytest.raises(ValueError, match="with its unit"):
-        calculate("720 in hours")
-    with pytest.raises(ValueError, match="no fixed length"):
-        calculate("3 months in days")
-    with pytest.raises(ValueError):
-        calculate("__import__('os') + 1 day in hours")
