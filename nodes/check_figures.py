@@ -33,10 +33,13 @@ from ..core.prompts import (
     SHOWS_MACHINERY,
     STRAY_FIGURES,
 )
-from ..core.state import AgentState, decision
+from ..core.state import AgentState, Decision, decision
 from ..providers.prompted.call_grammar import TEXT_GRAMMAR
 from .services import Services
 
+#: An empty list of calls closing an answer, fenced or not: the catalog's form for "no call", not words. The
+#: 1.5B, answering a document question in prose with no tool run, ended "The answer is:" and a fenced ``[]``.
+_NO_CALLS = re.compile(r"(?:```[a-z]*\s*)?\[\s*\]\s*(?:```)?\s*$")
 #: A call written as JSON (in a fence or not): ``{"name": "<tool>", ...``.
 _QUOTED_CALL = re.compile(r'(?:```[a-z]*\s*)?\[?\s*\{\s*"name"\s*:\s*"(?P<name>[^"]+)"')
 
@@ -76,6 +79,22 @@ async def _no_quoted_call(
     return {"messages": [last.model_copy(update={"content": text})], "decisions": notes}
 
 
+def _without_empty_calls(state: AgentState, answer: str) -> tuple[str, list[Decision]]:
+    """An agent answer without the empty list of calls it may close with, and the line leading into it.
+
+    Only where words are left to keep: a reply that is nothing but ``[]`` is no answer, and the turn's other
+    checks see it as it is.
+    """
+    found = _NO_CALLS.search(answer) if state.get("route") == "agent" else None
+    if found is None:
+        return answer, []
+    words = before_the_call(answer, found)
+    if words == NO_PLAIN_ANSWER:
+        return answer, []
+    why = "the answer closed with an empty list of calls, the catalog's form for none: cut, with its lead-in"
+    return words, [decision("G3", "code", "empty call list cut", why)]
+
+
 def _problem(stray: list[float], shows: bool) -> str:
     named = STRAY_FIGURES.format(figures=", ".join(shown(n) for n in stray)) if stray else ""
     return " and ".join(p for p in (named, SHOWS_MACHINERY if shows else "") if p)
@@ -108,16 +127,22 @@ async def check_figures(state: AgentState, runtime: Runtime[Context], *, service
     if not isinstance(last, AIMessage) or last.tool_calls or last.invalid_tool_calls:
         return {}
     ran, sources = turn_sources(state.get("plan", {}), messages[:-1])
-    answer = message_text(last)
+    answer, notes = _without_empty_calls(state, message_text(last))
+    if notes:
+        last = last.model_copy(update={"content": answer})
     if not ran:
-        return await _no_quoted_call(state, runtime.context, services, last, answer)
+        checked = await _no_quoted_call(state, runtime.context, services, last, answer)
+        if notes and not checked:
+            return {"messages": [last], "decisions": notes}
+        return {**checked, "decisions": notes + checked.get("decisions", [])}
     stray, shows = problems(answer, sources)
     if not stray and not shows:
         why = "every figure of the answer is in the tool results, the documents or the question"
-        return {"decisions": [decision("G3", "code", "agrees", why)]}
+        agrees = [decision("G3", "code", "agrees", why)]
+        return {"messages": [last], "decisions": notes + agrees} if notes else {"decisions": agrees}
     problem = _problem(stray, shows)
     found = {"asked_again": stray, **({"machinery": True} if shows else {})}
-    notes = [decision("G3", "code", found, f"the answer {problem}")]
+    notes.append(decision("G3", "code", found, f"the answer {problem}"))
     words = RESULTS_IN_WORDS + "\n".join(results_in_words(messages[turn_start(messages) :]))
     again = await _ask_again(state, runtime.context, services, answer, problem, words)
     still = problems(again, sources) if again else (stray, shows)

@@ -276,3 +276,23 @@ async def test_a_search_passage_label_copied_into_the_answer_is_machinery(llm, s
     )
     assert out["messages"][-1].content == "It costs 720 EUR a year."
     assert decisions_of(out, "G3")[0]["outcome"] == {"asked_again": [], "machinery": True}
+
+
+async def test_an_answer_closing_with_an_empty_list_of_calls_is_shown_without_it(
+    llm, saver, workspace, thread
+):
+    """The 1.5B answered in prose, then "The answer is:" and a fenced ``[]``, its catalog's "no call"."""
+    prose = "The documents give the support time as 4 hours, which is 14400 seconds."
+    closing = f"{prose}\n\nTherefore, the answer is:\n```json\n[]\n```"
+    out = await no_tool_turn(llm, saver, workspace, thread, QUESTION, text_reply(closing))
+    assert out["messages"][-1].content == prose
+    assert decisions_of(out, "G3")[0]["outcome"] == "empty call list cut"
+    assert len(llm.requests) == 1, "cut by code: no model call more"
+
+    bare = await no_tool_turn(llm, saver, workspace, thread, QUESTION, text_reply(f"{prose} []"))
+    assert bare["messages"][-1].content == prose
+
+    code = await no_tool_turn(
+        llm, saver, workspace, thread, "@agent Show me an empty JSON list.", text_reply("[]")
+    )
+    assert code["messages"][-1].content == "[]", "nothing but the list: no words to keep, the reply stands"
