@@ -104,6 +104,14 @@ RULES = (
         measured=f"{STRICT.replace('NAME', 'check_figures')}: 2026-12-04, strict 6 of 16 with and without it",
     ),
     Rule(
+        "empty_calls",
+        "an agent answer that closes with an empty list of calls (``[]``, fenced or not), words before it",
+        "shows the words without the list and the line leading into it (check_figures._without_empty_calls)",
+        'G3 "empty call list cut"',
+        'answering in prose with no tool run, the 1.5B ended "Therefore, the answer is:" and a fenced []',
+        steers=False,
+    ),
+    Rule(
         "write_figures",
         "a write call whose arguments state a figure no result, document or question holds, or state an "
         "input of the turn's calculate and none of its results",
