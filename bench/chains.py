@@ -1086,12 +1086,32 @@ FEN = [
          "@agent After how many seconds of \"No data yet\" should I read the Lanternfish container log?",
          says(300), "300 (five minutes)", {5, 60, 300, 50}),
 ]  # fmt: skip
+#: Written in stop 50 before the change it measures (``calculate`` offered by its words only), and run
+#: untouched first: questions with no figure to compute with, some needing arithmetic all the same.
+HEATH = [
+    Task("business-yearly-price", "documents",
+         "@agent What does the Lanternfish Business plan cost a year if paid yearly?", says(490), "490 EUR",
+         {490}),
+    Task("business-monthly-year", "documents>calculate",
+         "@agent What does the Lanternfish Business plan cost over a year if I pay every month?", says(588),
+         "588 (12 x 49 EUR)", {49, 12, 588}),
+    Task("team-monthly-price", "documents", "@agent What does a Lanternfish Team installation cost a month?",
+         says(12), "12 EUR", {12}),
+    Task("hobby-price", "documents", "@agent What does the Lanternfish Hobby plan cost?", mentions("free"),
+         "free", {0}),
+    Task("half-hundred", "calculate", "@agent How much is half of a hundred?", says(50), "50", {50, 100}),
+    Task("leap-year-days", "none", "@agent How many days does a leap year have?", says(366), "366", {366}),
+    Task("fahrenheit-boil", "none", "@agent At how many degrees Fahrenheit does water boil?", says(212),
+         "212", {212}),
+    Task("friday-note", "note", "@agent Save a note that the team meeting is on Friday.",
+         lambda o: any("friday" in n.lower() for n in o.notes), "a note naming Friday", set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
          "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS,
-         "fen": FEN}  # fmt: skip
+         "fen": FEN, "heath": HEATH}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
