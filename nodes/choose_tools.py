@@ -7,7 +7,11 @@ message, within what the workspace and run allow (``tools``, ``without_tools``):
 
 - a tool that acts (saves, writes, fetches) is offered only when the message asks for it in words: an
   action is taken because it was asked for, never because a message resembles it;
-- a read-only tool is offered when the message asks for it in words, or its description or an example
+- ``calculate`` is offered when the message asks for it in words: a number to compute with, an operation,
+  a unit asked for (``calculate_by_words``). Its embedding alone offered it only to questions with nothing
+  to compute ("What does the Team plan cost a year if paid yearly?", which the 1.5B then computed as
+  ``12 * 12``; "Make a note of today's weekday"): 3 of the bench's 192 tasks, none needing it;
+- another read-only tool is offered when the message asks for it in words, or its description or an example
   request is close to the message by embedding (``RELEVANT``); ``search_documents`` also when retrieval
   found passages of the workspace for the message, as a first step towards another tool the turn is
   offered. Offered alone for that reason, it would only find again the passages the prompt already
@@ -69,6 +73,8 @@ async def relevance(services: Services, message: str, tools: list[BaseTool]) -> 
 def _why(tool: BaseTool, named: bool, score: float, found: bool) -> str:
     if acts(tool):
         return "asked for in words" if named else "acts, and the message does not ask for it"
+    if tool.name == "calculate" and not named and on("calculate_by_words"):
+        return f"no figure or operation to compute with in the message (close by embedding: {score:.2f})"
     if named:
         return "asked for in words"
     if score >= RELEVANT:
@@ -112,7 +118,7 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
         checked = named and builtin and tool.name == "calculate" and on("unit_given")
         unit = unit_given(message, given) if checked else None
         named = named and not unit
-        if acts(tool):
+        if acts(tool) or (builtin and tool.name == "calculate" and on("calculate_by_words")):
             chosen = named
         else:
             chosen = named or score >= RELEVANT or (found and tool.name == "search_documents")

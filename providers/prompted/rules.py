@@ -175,6 +175,16 @@ RULES = (
         ),
     ),
     Rule(
+        "calculate_by_words",
+        "calculate is close to the message by embedding, and the message asks for no arithmetic in words",
+        "does not offer calculate (nodes/choose_tools)",
+        'C0 "calculate: no figure or operation to compute with in the message"',
+        "asked what the Team plan costs a year if paid yearly (120 EUR in the passages given), the 1.5B was "
+        "offered calculate by embedding and answered 144 from 12 * 12",
+        steers=True,
+        measured="",
+    ),
+    Rule(
         "choose_tools",
         "a turn of a model that reads its tools from the prompt",
         "offers the tools the message needs; acting ones only when asked for in words (nodes/choose_tools)",

@@ -180,7 +180,7 @@ async def test_a_figure_the_passages_give_in_the_unit_asked_is_looked_up_not_com
     )
     chosen = decisions_of(out, "C0")[0]
     assert "calculate" not in in_catalog(llm.requests[0]), chosen["why"]
-    assert "calculate: not relevant" in chosen["why"] and "asked in days" in chosen["why"], chosen["why"]
+    assert re.search(r"calculate: [^;]*; asked in days", chosen["why"]), chosen["why"]
 
     asked_in_hours = "@agent How many hours does Lanternfish keep check results?"
     offered = await offered_for(llm, graph, thread, workspace, asked_in_hours)
@@ -209,3 +209,15 @@ async def test_a_lookup_the_given_passages_answer_is_offered_no_search_of_them_a
     asked_with_a_sum = "@agent Who makes Lanternfish, and what is 4 times 12?"
     offered = await offered_for(llm, graph, thread, workspace, asked_with_a_sum)
     assert {"search_documents", "calculate"} <= set(offered), offered
+
+
+async def test_calculate_is_offered_for_arithmetic_asked_in_words_not_for_a_close_embedding(
+    llm, saver, workspace, thread
+):
+    """Asked to note today's weekday, nothing to compute: by embedding it sits at 0.42 of calculate."""
+    graph = build_graph(checkpointer=saver)
+    out_note = await offered_for(llm, graph, thread, workspace, "@agent Make a note of today's weekday.")
+    assert "calculate" not in out_note and "save_note" in out_note, out_note
+    assert "calculate" in await offered_for(llm, graph, thread, workspace, "@agent What is 17 times 23?")
+    in_a_unit = "@agent How many minutes are there in a day?"
+    assert "calculate" in await offered_for(llm, graph, thread, workspace, in_a_unit), "a unit asked for"
