@@ -122,29 +122,34 @@ async def check_figures(state: AgentState, runtime: Runtime[Context], *, service
     The check is code; the second answer is the model's; the fallback is the tools' own words. Each is a
     decision in the trace, with what was at fault.
     """
-    messages = state["messages"]
-    last = messages[-1]
+    last = state["messages"][-1]
     if not isinstance(last, AIMessage) or last.tool_calls or last.invalid_tool_calls:
         return {}
+    answer, cut = _without_empty_calls(state, message_text(last))
+    if not cut:
+        return await _checked(state, runtime.context, services, last, answer)
+    last = last.model_copy(update={"content": answer})
+    checked = await _checked(state, runtime.context, services, last, answer)
+    return {"messages": checked.get("messages", [last]), "decisions": cut + checked.get("decisions", [])}
+
+
+async def _checked(
+    state: AgentState, ctx: Context, services: Services, last: AIMessage, answer: str
+) -> dict[str, Any]:
+    """G3 on one answer: its figures after tool results, or a call written into it when no tool ran."""
+    messages = state["messages"]
     ran, sources = turn_sources(state.get("plan", {}), messages[:-1])
-    answer, notes = _without_empty_calls(state, message_text(last))
-    if notes:
-        last = last.model_copy(update={"content": answer})
     if not ran:
-        checked = await _no_quoted_call(state, runtime.context, services, last, answer)
-        if notes and not checked:
-            return {"messages": [last], "decisions": notes}
-        return {**checked, "decisions": notes + checked.get("decisions", [])}
+        return await _no_quoted_call(state, ctx, services, last, answer)
     stray, shows = problems(answer, sources)
     if not stray and not shows:
         why = "every figure of the answer is in the tool results, the documents or the question"
-        agrees = [decision("G3", "code", "agrees", why)]
-        return {"messages": [last], "decisions": notes + agrees} if notes else {"decisions": agrees}
+        return {"decisions": [decision("G3", "code", "agrees", why)]}
     problem = _problem(stray, shows)
     found = {"asked_again": stray, **({"machinery": True} if shows else {})}
-    notes.append(decision("G3", "code", found, f"the answer {problem}"))
+    notes = [decision("G3", "code", found, f"the answer {problem}")]
     words = RESULTS_IN_WORDS + "\n".join(results_in_words(messages[turn_start(messages) :]))
-    again = await _ask_again(state, runtime.context, services, answer, problem, words)
+    again = await _ask_again(state, ctx, services, answer, problem, words)
     still = problems(again, sources) if again else (stray, shows)
     if again and not still[0] and not still[1]:
         notes.append(decision("G3", "model", "answered again", "the second answer holds only what was given"))

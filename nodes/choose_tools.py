@@ -70,10 +70,10 @@ async def relevance(services: Services, message: str, tools: list[BaseTool]) -> 
     return {tool.name: max(_cosine(asked, cache[(space, t)]) for t in tool_texts(tool)) for tool in tools}
 
 
-def _why(tool: BaseTool, named: bool, score: float, found: bool) -> str:
-    if acts(tool):
-        return "asked for in words" if named else "acts, and the message does not ask for it"
-    if tool.name == "calculate" and not named and on("calculate_by_words"):
+def _why(tool: BaseTool, named: bool, score: float, found: bool, by_words: bool) -> str:
+    if by_words and not named:
+        if acts(tool):
+            return "acts, and the message does not ask for it"
         return f"no figure or operation to compute with in the message (close by embedding: {score:.2f})"
     if named:
         return "asked for in words"
@@ -115,14 +115,15 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
         builtin = not (tool.metadata or {}).get("mcp")
         named = asked_for(tool, message, builtin)
         score = scores.get(tool.name, 0.0)
-        checked = named and builtin and tool.name == "calculate" and on("unit_given")
-        unit = unit_given(message, given) if checked else None
+        calculate = builtin and tool.name == "calculate"
+        unit = unit_given(message, given) if named and calculate and on("unit_given") else None
         named = named and not unit
-        if acts(tool) or (builtin and tool.name == "calculate" and on("calculate_by_words")):
+        by_words = acts(tool) or (calculate and on("calculate_by_words"))  # offered only when asked for
+        if by_words:
             chosen = named
         else:
             chosen = named or score >= RELEVANT or (found and tool.name == "search_documents")
-        reasons[tool.name] = _why(tool, named, score, found)
+        reasons[tool.name] = _why(tool, named, score, found, by_words)
         if unit:
             reasons[tool.name] += f"; asked in {unit}, which the given passages state"
         if chosen:
