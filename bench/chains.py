@@ -432,10 +432,11 @@ KIND_TOOLS = {
 }
 #: Tools that change something: run or proposed, each is a write the question must have asked for.
 WRITE_TOOLS = {"save_note", "save_to_workspace"}
-#: What only the machinery writes: a call's JSON, a code fence, a results digest line, the note on a repeat.
+#: What only the machinery writes: a call's JSON, a code fence, a results digest line, the note on a repeat,
+#: a document text's delimiter ("[END CONTEXT 3]").
 MACHINERY = re.compile(
     r'\{\s*"(?:name|arguments|tool)"\s*:|```|\b[a-z_]+\(\{.*?\}\) returned\b|^- [a-z_]+\(|'
-    r"This call already ran in this turn",
+    r"This call already ran in this turn|\[(?:END )?CONTEXT \d+\]",
     re.M,
 )
 #: A date written out ("December 4, 2026", "4 December 2026"): its numbers are the clock's, not figures.

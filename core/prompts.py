@@ -8,6 +8,8 @@ measured on them, see ``providers/prompted``), and tests match some of it exactl
 benches (`bench/bfcl.py`, `bench/chains.py`) run before and after.
 """
 
+import re
+
 # --- the agent's turn ------------------------------------------------------------------------------------
 
 #: A workspace's system prompt until it sets its own; ``{workspace}``, ``{weekday}`` and ``{date}`` are filled
@@ -29,6 +31,12 @@ def context_block(texts: list[str]) -> str:
     if not texts:
         return ""
     return "Context:\n" + "".join(f"[CONTEXT {i}]:\n{t}\n[END CONTEXT {i}]\n\n" for i, t in enumerate(texts))
+
+
+#: The delimiters ``context_block`` puts around each document text, as an answer may copy them: the 1.5B,
+#: with earlier exchanges in its prompt, closed an answer in prose with "[END CONTEXT 3]". A person must never
+#: read them (G3 cuts them; a write's text holding one is sent back).
+CONTEXT_DELIMITER = re.compile(r"\[(?:END )?CONTEXT \d+\]:?")
 
 
 # --- prompted tool calling (models without native tool calls) ---------------------------------------------

@@ -28,6 +28,7 @@ from ..core.figures import problems, shown, turn_sources
 from ..core.plan import assemble
 from ..core.prompts import (
     ASK_AGAIN_FIGURES,
+    CONTEXT_DELIMITER,
     NO_PLAIN_ANSWER,
     RESULTS_IN_WORDS,
     SHOWS_MACHINERY,
@@ -40,6 +41,8 @@ from .services import Services
 #: An empty list of calls closing an answer, fenced or not: the catalog's form for "no call", not words. The
 #: 1.5B, answering a document question in prose with no tool run, ended "The answer is:" and a fenced ``[]``.
 _NO_CALLS = re.compile(r"(?:```[a-z]*\s*)?\[\s*\]\s*(?:```)?\s*$")
+#: A document text's delimiter copied into an answer, with the block's "Context:" heading if it leads in.
+_DELIMITER = re.compile(r"(?:^Context:\s*\n\s*)?" + CONTEXT_DELIMITER.pattern, re.M)
 #: A call written as JSON (in a fence or not): ``{"name": "<tool>", ...``.
 _QUOTED_CALL = re.compile(r'(?:```[a-z]*\s*)?\[?\s*\{\s*"name"\s*:\s*"(?P<name>[^"]+)"')
 
@@ -95,6 +98,20 @@ def _without_empty_calls(state: AgentState, answer: str) -> tuple[str, list[Deci
     return words, [decision("G3", "code", "empty call list cut", why)]
 
 
+def _without_delimiters(state: AgentState, answer: str) -> tuple[str, list[Decision]]:
+    """An answer without the delimiters of the document texts it copied ("[END CONTEXT 3]").
+
+    They are the prompt's layout, never words for the person, and cutting them changes no statement, so code
+    cuts them in every route with no model call. Only where words are left: a reply that is nothing but
+    delimiters is no answer, and the turn's other checks see it as it is.
+    """
+    words = re.sub(r"\n{3,}", "\n\n", _DELIMITER.sub("", answer)).strip()
+    if not words or not _DELIMITER.search(answer):
+        return answer, []
+    why = "the answer copied the delimiters of the document texts in its prompt: cut"
+    return words, [decision("G3", "code", "delimiters cut", why)]
+
+
 def _problem(stray: list[float], shows: bool) -> str:
     named = STRAY_FIGURES.format(figures=", ".join(shown(n) for n in stray)) if stray else ""
     return " and ".join(p for p in (named, SHOWS_MACHINERY if shows else "") if p)
@@ -125,7 +142,10 @@ async def check_figures(state: AgentState, runtime: Runtime[Context], *, service
     last = state["messages"][-1]
     if not isinstance(last, AIMessage) or last.tool_calls or last.invalid_tool_calls:
         return {}
-    answer, cut = _without_empty_calls(state, message_text(last))
+    answer, cut = message_text(last), []
+    for without in (_without_delimiters, _without_empty_calls):
+        answer, found = without(state, answer)
+        cut += found
     if not cut:
         return await _checked(state, runtime.context, services, last, answer)
     last = last.model_copy(update={"content": answer})

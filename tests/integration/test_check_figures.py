@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage
 
 from tests.support.helpers import decisions_of, user_message
 from workspace_agent.core.context import Context
+from workspace_agent.core.figures import problems
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
@@ -296,3 +297,28 @@ async def test_an_answer_closing_with_an_empty_list_of_calls_is_shown_without_it
         llm, saver, workspace, thread, "@agent Show me an empty JSON list.", text_reply("[]")
     )
     assert code["messages"][-1].content == "[]", "nothing but the list: no words to keep, the reply stands"
+
+
+async def test_the_delimiters_of_the_document_texts_never_reach_the_person(llm, saver, workspace, thread):
+    """With history the 1.5B closed an answer in prose with "[END CONTEXT 3]", its prompt's layout."""
+    prose = "The Team plan costs 12 EUR a month."
+    for question, mode in (
+        ("@agent What does the Team plan cost?", "automatic"),
+        ("Team plan price?", "chat"),
+    ):
+        copied = f"Context:\n[CONTEXT 0]:\n{prose}\n\n[END CONTEXT 3]"
+        out = await no_tool_turn(llm, saver, workspace, thread, question, text_reply(copied), mode=mode)
+        assert out["messages"][-1].content == prose, mode
+        assert decisions_of(out, "G3")[0]["outcome"] == "delimiters cut"
+    assert len(llm.requests) == 2, "cut by code: one model call a turn"
+
+    alone = await no_tool_turn(
+        llm, saver, workspace, thread, "Team plan price?", text_reply("[END CONTEXT 0]")
+    )
+    assert alone["messages"][-1].content == "[END CONTEXT 0]", "nothing but delimiters: no words to keep"
+
+
+async def test_a_note_holding_a_delimiter_is_machinery_for_the_write_check_too():
+    stray, shows = problems("Team plan: 12 EUR a month. [END CONTEXT 0]", "Team: 12 EUR a month.")
+    assert (stray, shows) == ([], True)
+    assert problems("Team plan: 12 EUR a month.", "Team: 12 EUR a month.") == ([], False)
