@@ -158,6 +158,7 @@ ASK_AGAIN_FIGURES = (
 #: The problems ``ASK_AGAIN_FIGURES`` names.
 STRAY_FIGURES = "states {figures}, which neither the tool results nor the question nor the documents hold"
 SHOWS_MACHINERY = "shows a tool call or the tools' raw results, which the person must never read"
+NO_RESULT_STATED = "states no figure, though the question was answered by computing one"
 #: What a person reads when an agent turn that ran no tool answered twice with a call written as text.
 NO_PLAIN_ANSWER = "I could not put this answer into plain words. Please ask again, perhaps more simply."
 #: Heads the tool results as a person reads them, when a turn's answer is given in the tools' own words.

@@ -19,17 +19,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from ..core.context import Context
 from ..core.conversation import message_text, results_in_words, turn_question, turn_start
-from ..core.figures import problems, shown, turn_sources
+from ..core.figures import figures, problems, shown, turn_sources
 from ..core.plan import assemble
 from ..core.prompts import (
     ASK_AGAIN_FIGURES,
     CONTEXT_DELIMITER,
     NO_PLAIN_ANSWER,
+    NO_RESULT_STATED,
     RESULTS_IN_WORDS,
     SHOWS_MACHINERY,
     STRAY_FIGURES,
@@ -112,6 +113,18 @@ def _without_delimiters(state: AgentState, answer: str) -> tuple[str, list[Decis
     return words, [decision("G3", "code", "delimiters cut", why)]
 
 
+def computed_unstated(ran: list[ToolMessage], answer: str) -> bool:
+    """Whether ``calculate`` returned a figure this turn and the answer states no figure at all.
+
+    ``calculate``'s result is all it gives, so an answer without a figure withholds it: the 1.5B, with
+    earlier exchanges in its prompt, answered "What is 15 percent of 640?" with "The calculation is done."
+    Only a figure-less answer is held back: "Yes, 17 is prime" after ``17 % 2`` states the question's figure,
+    and a tool that looks something up may well answer a question with words.
+    """
+    computed = any(m.name == "calculate" and figures(message_text(m)) for m in ran)
+    return computed and not figures(answer, clock=False)
+
+
 def _problem(stray: list[float], shows: bool) -> str:
     named = STRAY_FIGURES.format(figures=", ".join(shown(n) for n in stray)) if stray else ""
     return " and ".join(p for p in (named, SHOWS_MACHINERY if shows else "") if p)
@@ -162,19 +175,29 @@ async def _checked(
     if not ran:
         return await _no_quoted_call(state, ctx, services, last, answer)
     stray, shows = problems(answer, sources)
-    if not stray and not shows:
+    unstated = not stray and not shows and computed_unstated(ran, answer)
+    if not stray and not shows and not unstated:
         why = "every figure of the answer is in the tool results, the documents or the question"
         return {"decisions": [decision("G3", "code", "agrees", why)]}
-    problem = _problem(stray, shows)
-    found = {"asked_again": stray, **({"machinery": True} if shows else {})}
+    problem = NO_RESULT_STATED if unstated else _problem(stray, shows)
+    found = (
+        {"result_unstated": True}
+        if unstated
+        else {"asked_again": stray, **({"machinery": True} if shows else {})}
+    )
     notes = [decision("G3", "code", found, f"the answer {problem}")]
     words = RESULTS_IN_WORDS + "\n".join(results_in_words(messages[turn_start(messages) :]))
     again = await _ask_again(state, ctx, services, answer, problem, words)
     still = problems(again, sources) if again else (stray, shows)
-    if again and not still[0] and not still[1]:
+    if again and not still[0] and not still[1] and not computed_unstated(ran, again):
         notes.append(decision("G3", "model", "answered again", "the second answer holds only what was given"))
         text = again
+    elif unstated and again and not still[0] and not still[1]:
+        # words the model may need to keep ("Yes, it is more") go first; the result the person asked for after
+        notes.append(decision("G3", "code", "results added", f"the second answer {NO_RESULT_STATED}"))
+        text = f"{again}\n\n{words}"
     else:
-        notes.append(decision("G3", "code", "results shown", f"the second answer {_problem(*still)}"))
+        why = f"the second answer {_problem(*still) or NO_RESULT_STATED}"
+        notes.append(decision("G3", "code", "results shown", why))
         text = words
     return {"messages": [last.model_copy(update={"content": text})], "decisions": notes}

@@ -322,3 +322,40 @@ async def test_a_note_holding_a_delimiter_is_machinery_for_the_write_check_too()
     stray, shows = problems("Team plan: 12 EUR a month. [END CONTEXT 0]", "Team: 12 EUR a month.")
     assert (stray, shows) == ([], True)
     assert problems("Team plan: 12 EUR a month.", "Team: 12 EUR a month.") == ([], False)
+
+
+async def test_an_answer_that_states_none_of_the_computed_result_is_asked_again(
+    llm, saver, workspace, thread
+):
+    """With history the 1.5B answered "What is 15 percent of 640?" with "The calculation is done."."""
+    out = await turn(
+        llm, saver, workspace, thread,
+        text_reply("The calculation is done."),
+        text_reply("5 installations cost 720 EUR per year."),
+    )  # fmt: skip
+    assert out["messages"][-1].content == "5 installations cost 720 EUR per year."
+    asked, answered = decisions_of(out, "G3")
+    assert asked["outcome"] == {"result_unstated": True} and answered["outcome"] == "answered again"
+    assert "calculate: 720" in llm.requests[-1]["messages"][-1]["content"], "the result is named"
+
+    again = await turn(
+        llm, saver, workspace, thread,
+        text_reply("The calculation is done."),
+        text_reply("Yes, I worked it out for you."),
+    )  # fmt: skip
+    assert again["messages"][-1].content == (
+        "Yes, I worked it out for you.\n\nThe tools returned:\n- calculate: 720"
+    ), "still no figure: the words are kept and the result follows them"
+    assert decisions_of(again, "G3")[-1]["outcome"] == "results added"
+
+
+async def test_an_answer_stating_the_questions_figure_after_a_calculation_is_not_asked_again(
+    llm, saver, workspace, thread
+):
+    llm.push(tool_reply(("calculate", {"expression": "17 % 2"})), text_reply("Yes, 17 is a prime number."))
+    graph = build_graph(checkpointer=saver)
+    out = await graph.ainvoke(
+        user_message("@agent Is 17 a prime number?"), thread, context=Context(workspace=workspace)
+    )
+    assert out["messages"][-1].content == "Yes, 17 is a prime number."
+    assert [d["outcome"] for d in decisions_of(out, "G3")] == ["agrees"]
