@@ -29,11 +29,12 @@ from langgraph.config import get_config, get_stream_writer
 from ...core.conversation import message_text
 
 FENCE = "```json"
-#: Where the machinery may begin inside a text reply: a code fence, or a brace (a call's JSON, a digest line
-#: ``- calculate({...}) returned: ...``). Prose needs neither, so the text from the first of them on is held
+#: Where the machinery may begin inside a text reply: a code fence, a brace (a call's JSON, a digest line
+#: ``- calculate({...}) returned: ...``) or a document text's delimiter ("[END CONTEXT 3]", which the 1.5B
+#: copied after earlier exchanges). Prose needs none of them, so the text from the first of them on is held
 #: back from the stream; the finished reply reaches the person through the turn's state, where the graph has
-#: read the call out of it or put the answer in words.
-HOLD_FROM = ("```", "{")
+#: read the call out of it, cut the delimiters or put the answer in words.
+HOLD_FROM = ("```", "{", "[CONTEXT ", "[END CONTEXT ")
 
 
 def progress(phase: str, **details: Any) -> None:
@@ -48,12 +49,12 @@ def progress(phase: str, **details: Any) -> None:
 def safe_end(text: str) -> int:
     """How much of a text reply may stream: up to where the machinery may begin (``HOLD_FROM``).
 
-    A marker not yet whole at the end (a lone backtick) is held back too, until the next chunk tells.
+    A marker not yet whole at the end (a lone backtick, "[END") is held back too, until the next chunk tells.
     """
     found = [i for i in (text.find(marker) for marker in HOLD_FROM) if i >= 0]
     if found:
         return min(found)
-    tail = next((n for n in range(2, 0, -1) if text.endswith("`" * n)), 0)
+    tail = max((n for m in HOLD_FROM for n in range(1, len(m)) if text.endswith(m[:n])), default=0)
     return len(text) - tail
 
 

@@ -353,6 +353,29 @@ async def test_a_prose_reply_quoting_a_call_never_streams_its_json(
     assert [d for d in decisions_of(values, "C1") if d["outcome"] == "described call asked for"]
 
 
+async def test_a_document_delimiter_copied_into_a_prose_reply_is_never_streamed(
+    llm, saver, workspace, thread, monkeypatch
+):
+    """With history the 1.5B closed an answer with "[END CONTEXT 3]": never streamed, cut from the answer."""
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    graph = build_graph(checkpointer=saver)
+    answer = "The Team plan costs 12 EUR a month."
+    llm.push(text_reply(f"{answer}\n\n[END CONTEXT 3]"))
+    streamed = []
+    async for message, meta in graph.astream(
+        user_message("@agent What does the Team plan cost?"),
+        thread,
+        context=prompted(workspace),
+        stream_mode="messages",
+    ):
+        if meta["langgraph_node"] == "call_model" and message.content:
+            streamed.append(message.content)
+    shown = "".join(streamed)
+    assert shown.startswith("The Team plan costs") and "CONTEXT" not in shown and "[" not in shown, shown
+    values = (await graph.aget_state(thread)).values
+    assert values["messages"][-1].content == answer
+
+
 async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_writes_it(
     llm, saver, workspace, thread, tmp_path, monkeypatch
 ):
