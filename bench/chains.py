@@ -870,7 +870,8 @@ BRIEF = [
          says(3), "3", {3}),
     Task("retention-days", "documents", "@agent How long does Lanternfish keep check results?",
          says(90), "90 days", {90}),
-    Task("gold-symbol", "none", "@agent What is the chemical symbol for gold?", mentions("Au"), "Au", set()),
+    Task("gold-symbol", "none", "@agent What is the chemical symbol for gold?", lambda o: re.search(r"\bAu\b", o.answer) is not None,
+         "Au", set()),
     Task("thanks-french", "none", "@agent How do you say 'thank you' in French?", mentions("merci"),
          "merci", set()),
 ]  # fmt: skip
@@ -1107,12 +1108,43 @@ HEATH = [
     Task("friday-note", "note", "@agent Save a note that the team meeting is on Friday.",
          lambda o: any("friday" in n.lower() for n in o.notes), "a note naming Friday", set()),
 ]  # fmt: skip
+#: Written in stop 51 before any change it measures, and run untouched first, with and without
+#: ``--history``: six two-step tasks (one per kind where the documents allow) and six of one step or none, on
+#: facts of the sample documents no earlier set asked for.
+REED = [
+    Task("pages-x4", "documents>calculate",
+         "@agent How many status pages do 4 Lanternfish Team installations give together?", says(20),
+         "20 (4 x 5)", {4, 5, 20}),
+    Task("business-6-months", "documents>calculate",
+         "@agent What do 6 months of the Lanternfish Business plan cost?", says(294), "294 (6 x 49 EUR)",
+         {6, 49, 294}),
+    Task("team-minus-hobby", "documents>calculate",
+         "@agent How many more checks does the Lanternfish Team plan give than the Hobby plan?", says(230),
+         "230 (250 - 20)", {250, 20, 230}),
+    Task("attempts-x7", "documents>calculate",
+         "@agent How many failed attempts in a row mark a Lanternfish check down? Multiply that number by 7.",
+         says(21), "21 (3 x 7)", {3, 7, 21}),
+    Task("sum-note", "calculate>note", "@agent Add 238 and 517 and save the sum in a note.", note_says(755),
+         "a note with 755", {238, 517, 755}),
+    Task("date-note", "datetime>note", "@agent Write today's date into a note.", note_with_date,
+         "a note with today's date", clock_figures),
+    Task("minus-263", "calculate", "@agent What is 1000 minus 263?", says(737), "737", {1000, 263, 737}),
+    Task("weekday-is", "datetime", "@agent What day of the week is it today?", weekday_named,
+         "today's weekday", clock_figures),
+    Task("docker-version", "documents", "@agent Which Docker version does Lanternfish need at least?",
+         says(24), "24", {24}),
+    Task("container-port", "documents", "@agent On which port does the Lanternfish container listen?",
+         says(8640), "8640", {8640}),
+    Task("spider-legs", "none", "@agent How many legs does a spider have?", says(8), "8", {8}),
+    Task("gold-symbol", "none", "@agent What is the chemical symbol for gold?", lambda o: re.search(r"\bAu\b", o.answer) is not None,
+         "Au", set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
          "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS,
-         "fen": FEN, "heath": HEATH}  # fmt: skip
+         "fen": FEN, "heath": HEATH, "reed": REED}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
