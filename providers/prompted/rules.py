@@ -286,6 +286,16 @@ RULES = (
         ),
     ),
     Rule(
+        "restate_question",
+        "a round's results folded into the user message (digest)",
+        "says the person's question again after the results, before the next-step ask",
+        "none (the prompt's text)",
+        'with two earlier exchanges, the 1.5B read the ask\'s "the question" as an older one: after its '
+        'search it answered "What colour is a clear daytime sky?" (error-kb-note, 3 of 4 history runs)',
+        steers=True,
+        measured="bench/chains.py --split reed,bramble --history [--without restate_question]: not yet",
+    ),
+    Rule(
         "answer_after_repeats",
         "a round of calls that all repeated calls already answered, failed ones included (approve)",
         "withholds the tools: the next reply is the answer (call_model._offered_tools)",
