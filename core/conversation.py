@@ -20,7 +20,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 
-from .prompts import ALREADY_RUN, SEARCH_HEAD, SEARCH_HIT
+from .prompts import ALREADY_RUN, PASSAGE_GIVEN, SEARCH_HEAD, SEARCH_HIT
 
 
 def message_text(message: BaseMessage | dict) -> str:
@@ -232,6 +232,25 @@ def _passages(text: str) -> str:
     if not _SEARCH_HEAD.match(text):
         return text
     return _SEARCH_HIT.sub(lambda hit: f"{hit['title']}:", _SEARCH_HEAD.sub("", text, count=1))
+
+
+def passages_given_once(result: str, given: str) -> str:
+    """A document search's result with each passage that ``given`` holds already named, not repeated.
+
+    Args:
+        result: A tool's result; anything but a search's passages comes back as it is.
+        given: The text the model reads already (the user message with its document context).
+    """
+    if not _SEARCH_HEAD.match(result):
+        return result
+    labels = list(_SEARCH_HIT.finditer(result))
+    parts = [result[: labels[0].start()] if labels else result]
+    for label, following in zip(labels, [*labels[1:], None], strict=True):
+        body = result[label.end() : following.start() if following else len(result)]
+        if body.strip() and body.strip() in given:
+            body = f" {PASSAGE_GIVEN}" + ("\n\n" if following else "")
+        parts.append(label[0] + body)
+    return "".join(parts)
 
 
 def results_in_words(turn: Sequence[BaseMessage], limit: int = 400) -> list[str]:

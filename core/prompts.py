@@ -171,6 +171,10 @@ RESULTS_IN_WORDS = "The tools returned:\n"
 #: reads them back as a person would (the passage and its document, without the query or the scores).
 SEARCH_HEAD = 'Additional context for query "{query}":'
 SEARCH_HIT = "[{index}] {title} (similarity {similarity:.2f})"
+#: Stands in the results' digest for a passage the prompt's document context holds already
+#: (``given_passages_once``): the 1.5B read the same three passages twice in one prompt, and the person's
+#: question then stood two pages above the ask.
+PASSAGE_GIVEN = "(the same passage as in the context above)"
 #: Opens the answer to a write whose arguments state figures no source holds (G3, ``approve``).
 STRAY_WRITE = "Not run (figures)"
 #: Closes it: what the model is to do.

@@ -20,7 +20,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from ...core.conversation import call_key, message_text, results_in_words, turn_question, turn_start
+from ...core.conversation import (
+    call_key,
+    message_text,
+    passages_given_once,
+    results_in_words,
+    turn_question,
+    turn_start,
+)
 from ...core.prompts import (
     ALREADY_RUN,
     ASK_ANSWER,
@@ -418,8 +425,11 @@ def _result_lines(messages: list[BaseMessage]) -> list[str]:
     """Each call of the running turn with its result, or why it did not run, as a line of text."""
     start = turn_start(messages)
     exchange = messages[start + 1 :]
+    given = message_text(messages[start]) if on("given_passages_once") else ""
     results: dict[str | None, str] = {
-        m.tool_call_id: message_text(m) for m in exchange if isinstance(m, ToolMessage)
+        m.tool_call_id: passages_given_once(message_text(m), given) if given else message_text(m)
+        for m in exchange
+        if isinstance(m, ToolMessage)
     }
     lines = []
     for m in exchange:

@@ -296,6 +296,16 @@ RULES = (
         measured="bench/chains.py --split reed,bramble --history [--without restate_question]: not yet",
     ),
     Rule(
+        "given_passages_once",
+        "a document search's passage that the user message's document context holds already (digest)",
+        "names it in the digest as the same passage as in the context, without its text again",
+        "none (the prompt's text)",
+        "retrieval gave four passages and the model's own search returned three of them again: the prompt "
+        "read them twice, and the question stood two pages above the ask",
+        steers=True,
+        measured="bench/chains.py --split reed,bramble --history [--without given_passages_once]: not yet",
+    ),
+    Rule(
         "answer_after_repeats",
         "a round of calls that all repeated calls already answered, failed ones included (approve)",
         "withholds the tools: the next reply is the answer (call_model._offered_tools)",

@@ -12,7 +12,16 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from workspace_agent.core.prompts import ALREADY_RUN, ASK_NEXT_STEP, HELD, NAMED_UNUSED, REPEATED
+from workspace_agent.core.prompts import (
+    ALREADY_RUN,
+    ASK_NEXT_STEP,
+    HELD,
+    NAMED_UNUSED,
+    PASSAGE_GIVEN,
+    REPEATED,
+    SEARCH_HEAD,
+    SEARCH_HIT,
+)
 from workspace_agent.providers.prompted import digest, named_unused, parse_tool_calls, rules, withheld_call
 from workspace_agent.providers.prompted.call_parsing import names_a_tool, parse_reply
 from workspace_agent.providers.prompted.catalog import (
@@ -303,6 +312,34 @@ def test_a_repeated_calls_result_is_read_once_in_the_digest():
         assert digest(messages)[-1].content.count(passages) == 2, "switched off, both are written"
     finally:
         rules.off.discard("repeat_once")
+
+
+def test_a_searched_passage_the_document_context_holds_is_named_not_written_again():
+    """Retrieval gave the FAQ; the model's search found it and another passage: only the new one is read."""
+    faq = "**Does Lanternfish store pages?**\nNo. It keeps the first 2 KB of the error."
+    fresh = "A check is marked down after three failed attempts in a row."
+    user = f"Context:\n[CONTEXT 0]:\n<document_metadata>x</document_metadata>\n\n{faq}\n[END CONTEXT 0]\n\nQ?"
+    found = render_hits(("faq.md", 0.63, faq), ("setup.md", 0.41, fresh))
+    call = {"name": "search_documents", "args": {"query": "error kept"}, "id": "c1", "type": "tool_call"}
+    messages = [HumanMessage(user), AIMessage("", tool_calls=[call]), ToolMessage(found, tool_call_id="c1")]
+    text = digest(messages)[-1].content
+    assert text.count(faq) == 1 and text.count(fresh) == 1
+    assert f"[1] faq.md (similarity 0.63) {PASSAGE_GIVEN}\n\n[2] setup.md (similarity 0.41)\n{fresh}" in text
+    rules.off.add("given_passages_once")
+    try:
+        assert digest(messages)[-1].content.count(faq) == 2, "switched off, the passage is read twice"
+    finally:
+        rules.off.discard("given_passages_once")
+
+
+def render_hits(*hits: tuple[str, float, str]) -> str:
+    """A search result as ``search_documents`` writes one."""
+    parts = [SEARCH_HEAD.format(query="error kept")]
+    parts += [
+        f"{SEARCH_HIT.format(index=i, title=t, similarity=s)}\n{body}"
+        for i, (t, s, body) in enumerate(hits, 1)
+    ]
+    return "\n\n".join(parts)
 
 
 def test_the_digest_names_the_actions_the_question_asks_for_that_have_not_run_yet():
