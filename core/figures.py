@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from .conversation import message_text, turn_start
 from .plan import Plan, assemble
-from .prompts import CONTEXT_DELIMITER
+from .prompts import CONTEXT_DELIMITER, PASSAGE_GIVEN
 
 #: Dates and times of day, whose parts are the clock's, not figures: "2026-12-04", "14:05", "December 4".
 CLOCK = re.compile(
@@ -27,11 +27,12 @@ CLOCK = re.compile(
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 #: What only the machinery writes (a call as ``save_note({"text": ...})`` too: with history the 1.5B answered
 #: with one): a call's JSON, a code fence, a line of the results' digest, a search passage's label
-#: (``SEARCH_HIT``: with history the 1.5B copied "[2] faq.md (similarity 0.55)" into an answer), a document
-#: text's delimiter (``CONTEXT_DELIMITER``).
+#: (``SEARCH_HIT``: with history the 1.5B copied "[2] faq.md (similarity 0.55)" into an answer, and once
+#: listed "1. troubleshooting.txt (similarity 0.60)" with the digest's ``PASSAGE_GIVEN`` after it), a
+#: document text's delimiter (``CONTEXT_DELIMITER``).
 MACHINERY = re.compile(
     r'```|\{\s*"(?:name|arguments|args)"\s*:|^\s*- [\w-]+\(.*\) (?:returned|was not run)|\b[\w-]+\(\s*\{\s*"'
-    r"|^\[\d+\] .+ \(similarity [\d.]+\)\s*$|" + CONTEXT_DELIMITER.pattern,
+    r"|\(similarity [\d.]+\)|" + re.escape(PASSAGE_GIVEN) + "|" + CONTEXT_DELIMITER.pattern,
     re.M,
 )
 #: Counts a sentence uses without stating a figure ("2 steps", "the 3 results", list markers).

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage
 from tests.support.helpers import decisions_of, user_message
 from workspace_agent.core.context import Context
 from workspace_agent.core.figures import problems
+from workspace_agent.core.prompts import PASSAGE_GIVEN
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
@@ -359,3 +360,23 @@ async def test_an_answer_stating_the_questions_figure_after_a_calculation_is_not
     )
     assert out["messages"][-1].content == "Yes, 17 is a prime number."
     assert [d["outcome"] for d in decisions_of(out, "G3")] == ["agrees"]
+
+
+async def test_an_answer_opening_with_the_digests_restated_question_is_shown_without_it(
+    llm, saver, workspace, thread
+):
+    """The digest says "The question is: ..."; the 1.5B opened two answers of twenty with that line."""
+    echo = f"The question is: {QUESTION.removeprefix('@agent ')} The answer is: 720 EUR per year."
+    out = await turn(llm, saver, workspace, thread, text_reply(echo))
+    assert out["messages"][-1].content == "The answer is: 720 EUR per year."
+    assert [d["outcome"] for d in decisions_of(out, "G3")] == ["question echo cut", "agrees"]
+    assert len(llm.requests) == 2, "cut by code: no model call more"
+
+
+async def test_a_listed_passage_with_its_score_or_the_digests_note_is_machinery():
+    """With history the 1.5B listed "1. troubleshooting.txt (similarity 0.60) (the same passage as ...)"."""
+    source = "Lanternfish keeps the first 2 KB of the error."
+    listed = "Lanternfish keeps: 1. troubleshooting.txt (similarity 0.60) and 2. faq.md: the first 2 KB."
+    assert problems(listed, source) == ([], True)
+    assert problems(f"It keeps 2 KB {PASSAGE_GIVEN}.", source) == ([], True)
+    assert problems("It keeps the first 2 KB of the error (the FAQ says so).", source) == ([], False)
