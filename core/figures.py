@@ -35,6 +35,13 @@ MACHINERY = re.compile(
     r"|\(similarity [\d.]+\)|" + re.escape(PASSAGE_GIVEN) + "|" + CONTEXT_DELIMITER.pattern,
     re.M,
 )
+#: A figure written as a word ("two", "a hundred"): an answer states its result so too.
+NUMBER_WORD = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
+    r"thousand|million|billion)\b",
+    re.IGNORECASE,
+)
 #: Counts a sentence uses without stating a figure ("2 steps", "the 3 results", list markers).
 SMALL = 10
 

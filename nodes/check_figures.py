@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 
 from ..core.context import Context
 from ..core.conversation import message_text, results_in_words, turn_asked, turn_question, turn_start
-from ..core.figures import figures, problems, shown, turn_sources
+from ..core.figures import NUMBER_WORD, figures, problems, shown, turn_sources
 from ..core.plan import assemble
 from ..core.prompts import (
     ASK_AGAIN_FIGURES,
@@ -119,11 +119,12 @@ def computed_unstated(ran: list[ToolMessage], answer: str) -> bool:
 
     ``calculate``'s result is all it gives, so an answer without a figure withholds it: the 1.5B, with
     earlier exchanges in its prompt, answered "What is 15 percent of 640?" with "The calculation is done."
-    Only a figure-less answer is held back: "Yes, 17 is prime" after ``17 % 2`` states the question's figure,
-    and a tool that looks something up may well answer a question with words.
+    Only a figure-less answer is held back, a figure written as a word counting as one ("two"): "Yes, 17 is
+    prime" after ``17 % 2`` states the question's figure, and a tool that looks something up may well answer
+    a question with words.
     """
     computed = any(m.name == "calculate" and figures(message_text(m)) for m in ran)
-    return computed and not figures(answer, clock=False)
+    return computed and not figures(answer, clock=False) and not NUMBER_WORD.search(answer)
 
 
 def _without_question_echo(state: AgentState, answer: str) -> tuple[str, list[Decision]]:
