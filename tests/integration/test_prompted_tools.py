@@ -257,3 +257,34 @@ async def test_after_earlier_exchanges_the_digest_says_this_turns_question_again
     finally:
         rules.off.discard("restate_question")
     assert "The question is:" not in llm.requests[-1]["messages"][-1]["content"]
+
+
+async def test_a_prompted_agent_turn_reads_earlier_exchanges_as_one_transcript(llm, saver, workspace, thread):
+    """After plain-word exchanges as turns, the 1.5B answered a two-step question in plain words too."""
+    graph = build_graph(checkpointer=saver)
+    context = Context(workspace=workspace, native_tool_calling=False)
+    llm.push(text_reply("A clear daytime sky is blue."))
+    await graph.ainvoke(user_message("What colour is a clear daytime sky?"), thread, context=context)
+    llm.push(text_reply("42"))
+    await graph.ainvoke(user_message("@agent What is 6 times 7?"), thread, context=context)
+    roles = [m["role"] for m in llm.requests[-1]["messages"]]
+    transcript, asked = llm.requests[-1]["messages"][1:]
+    assert roles == ["system", "user", "user"], "no earlier turn for the model to continue"
+    assert transcript["content"] == (
+        "Earlier in this conversation:\nUser: What colour is a clear daytime sky?\n"
+        "Assistant: A clear daytime sky is blue."
+    )
+    assert asked["content"].startswith("What is 6 times 7?")
+
+    rules.off.add("history_as_transcript")
+    try:
+        llm.push(text_reply("56"))
+        await graph.ainvoke(user_message("@agent What is 7 times 8?"), thread, context=context)
+    finally:
+        rules.off.discard("history_as_transcript")
+    roles = [m["role"] for m in llm.requests[-1]["messages"]]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"], "switched off: turns"
+
+    llm.push(text_reply("Hello!"))
+    await graph.ainvoke(user_message("Hi there"), thread, context=context)
+    assert "assistant" in [m["role"] for m in llm.requests[-1]["messages"]], "a chat turn keeps its turns"
