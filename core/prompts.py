@@ -68,10 +68,6 @@ ASK_NEXT_STEP = (
     "Check every part of the question. If a part is still to do, reply with only the JSON list of its "
     "calls, using these results; if all is done, answer briefly in plain sentences."
 )
-#: Said after a round's results, before the ask: the person's question again (``restate_question``). With
-#: earlier exchanges above, "the question" of the ask had several candidates, and the 1.5B once took an older
-#: one after the results of a search three pages long.
-QUESTION_AGAIN = "The question is: {question}\n"
 #: Said before ``ASK_NEXT_STEP`` when the question names offered tools that have not run in this turn.
 NAMED_UNUSED = "The question also names {tools}, which this turn has not used yet. "
 #: Told after the results once the turn's tool budget is spent, or after a round of repeats. Asked only to

@@ -93,7 +93,7 @@ async def _prompted(
     named = named_unused(question, request, tools) if results_in and withheld is None else []
     turn = await prompted_turn(
         model,
-        digest(request, more=withheld is None, named=named, question=question),
+        digest(request, more=withheld is None, named=named),
         tools,
         max_tokens=ctx.max_tokens or ctx.reply_reserve,
         window=ctx.window,

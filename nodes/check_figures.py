@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from ..core.context import Context
-from ..core.conversation import message_text, results_in_words, turn_asked, turn_question, turn_start
+from ..core.conversation import message_text, results_in_words, turn_question, turn_start
 from ..core.figures import NUMBER_WORD, figures, problems, shown, turn_sources
 from ..core.plan import assemble
 from ..core.prompts import (
@@ -31,7 +31,6 @@ from ..core.prompts import (
     CONTEXT_DELIMITER,
     NO_PLAIN_ANSWER,
     NO_RESULT_STATED,
-    QUESTION_AGAIN,
     RESULTS_IN_WORDS,
     SHOWS_MACHINERY,
     STRAY_FIGURES,
@@ -127,23 +126,6 @@ def computed_unstated(ran: list[ToolMessage], answer: str) -> bool:
     return computed and not figures(answer, clock=False) and not NUMBER_WORD.search(answer)
 
 
-def _without_question_echo(state: AgentState, answer: str) -> tuple[str, list[Decision]]:
-    """An answer without the digest's restatement of the question (``QUESTION_AGAIN``) that it copied.
-
-    The digest says "The question is: ..." before its ask; the 1.5B then opened two of twenty answers with
-    that line. It is the prompt's layout, not the answer, so code cuts it where words are left after it.
-    """
-    question = turn_asked(state.get("messages", [])).strip()
-    lead = QUESTION_AGAIN.split("{question}")[0].strip()
-    if not question or lead not in answer:
-        return answer, []
-    words = re.sub(re.escape(lead) + r"\s*" + re.escape(question) + r"\s*", "", answer).strip()
-    if not words or words == answer.strip():
-        return answer, []
-    why = "the answer copied the digest's restatement of the question: cut"
-    return words, [decision("G3", "code", "question echo cut", why)]
-
-
 def _problem(stray: list[float], shows: bool) -> str:
     named = STRAY_FIGURES.format(figures=", ".join(shown(n) for n in stray)) if stray else ""
     return " and ".join(p for p in (named, SHOWS_MACHINERY if shows else "") if p)
@@ -175,7 +157,7 @@ async def check_figures(state: AgentState, runtime: Runtime[Context], *, service
     if not isinstance(last, AIMessage) or last.tool_calls or last.invalid_tool_calls:
         return {}
     answer, cut = message_text(last), []
-    for without in (_without_delimiters, _without_question_echo, _without_empty_calls):
+    for without in (_without_delimiters, _without_empty_calls):
         answer, found = without(state, answer)
         cut += found
     if not cut:

@@ -34,7 +34,6 @@ from ...core.prompts import (
     ASK_NEXT_STEP,
     HELD,
     NAMED_UNUSED,
-    QUESTION_AGAIN,
     REPEATED,
     RESULTS_HEADER,
     SLOT,
@@ -476,20 +475,14 @@ def named_unused(question: str, messages: list[BaseMessage], tools: list[BaseToo
 
 
 def digest(
-    messages: list[BaseMessage],
-    *,
-    more: bool = True,
-    named: list[str] | None = None,
-    question: str = "",
+    messages: list[BaseMessage], *, more: bool = True, named: list[str] | None = None
 ) -> list[BaseMessage]:
     """Fold this turn's tool calls and results into the user message as plain text.
 
     Every round so far is listed in order, calls that were not run with their error, and the model is told
     what it may do next: with ``more`` the tools are offered again and it writes the next calls (a step that
-    needs these results) or answers; without, the turn's budget is spent and it answers. The person's
-    ``question`` is said again between the results and the ask (``restate_question``), so "the question" of
-    the ask is this one, not an earlier exchange's. Only the user message changes from round to round, so
-    everything before it stays in the server's prompt cache.
+    needs these results) or answers; without, the turn's budget is spent and it answers. Only the user
+    message changes from round to round, so everything before it stays in the server's prompt cache.
     """
     start = turn_start(messages)
     lines = _result_lines(messages)
@@ -498,12 +491,7 @@ def digest(
     then = ASK_NEXT_STEP if more else ASK_ANSWER
     if more and named:
         then = NAMED_UNUSED.format(tools=", ".join(named)) + then
-    again = (
-        QUESTION_AGAIN.format(question=question.strip())
-        if question.strip() and on("restate_question")
-        else ""
-    )
-    note = RESULTS_HEADER + "\n".join(lines) + "\n" + again + then
+    note = RESULTS_HEADER + "\n".join(lines) + "\n" + then
     return [*messages[:start], HumanMessage(message_text(messages[start]) + note)]
 
 

@@ -286,16 +286,6 @@ RULES = (
         ),
     ),
     Rule(
-        "restate_question",
-        "a round's results folded into the user message (digest)",
-        "says the person's question again after the results, before the next-step ask",
-        "none (the prompt's text)",
-        'with two earlier exchanges, the 1.5B read the ask\'s "the question" as an older one: after its '
-        'search it answered "What colour is a clear daytime sky?" (error-kb-note, 3 of 4 history runs)',
-        steers=True,
-        measured="bench/chains.py --split reed,bramble --history [--without restate_question]: not yet",
-    ),
-    Rule(
         "given_passages_once",
         "a document search's passage that the user message's document context holds already (digest)",
         "names it in the digest as the same passage as in the context, without its text again",

@@ -362,17 +362,6 @@ async def test_an_answer_stating_the_questions_figure_after_a_calculation_is_not
     assert [d["outcome"] for d in decisions_of(out, "G3")] == ["agrees"]
 
 
-async def test_an_answer_opening_with_the_digests_restated_question_is_shown_without_it(
-    llm, saver, workspace, thread
-):
-    """The digest says "The question is: ..."; the 1.5B opened two answers of twenty with that line."""
-    echo = f"The question is: {QUESTION.removeprefix('@agent ')} The answer is: 720 EUR per year."
-    out = await turn(llm, saver, workspace, thread, text_reply(echo))
-    assert out["messages"][-1].content == "The answer is: 720 EUR per year."
-    assert [d["outcome"] for d in decisions_of(out, "G3")] == ["question echo cut", "agrees"]
-    assert len(llm.requests) == 2, "cut by code: no model call more"
-
-
 async def test_a_listed_passage_with_its_score_or_the_digests_note_is_machinery():
     """With history the 1.5B listed "1. troubleshooting.txt (similarity 0.60) (the same passage as ...)"."""
     source = "Lanternfish keeps the first 2 KB of the error."

@@ -235,30 +235,6 @@ async def test_a_list_closed_without_doubt_or_a_reopening_cut_off_keeps_the_call
     assert out["stop_reason"] == "answered"
 
 
-async def test_after_earlier_exchanges_the_digest_says_this_turns_question_again_before_the_ask(
-    llm, saver, workspace, thread
-):
-    """With history the 1.5B read the ask's "the question" as an older exchange's and answered that."""
-    graph = build_graph(checkpointer=saver)
-    context = Context(workspace=workspace, native_tool_calling=False)
-    llm.push(text_reply("A clear daytime sky is blue."))
-    await graph.ainvoke(user_message("What colour is a clear daytime sky?"), thread, context=context)
-    llm.push(text_reply('[{"name": "calculate", "arguments": {"expression": "64*15"}}]'), text_reply("960"))
-    await graph.ainvoke(user_message("@agent What is 64 times 15?"), thread, context=context)
-    ask = llm.requests[-1]["messages"][-1]["content"]
-    rest = ask.partition("returned: 960\n")[2]
-    assert rest.startswith("The question is: What is 64 times 15?\n"), rest
-    assert "@agent" not in rest and "Check every part of the question" in rest
-
-    rules.off.add("restate_question")
-    try:
-        llm.push(text_reply('[{"name": "calculate", "arguments": {"expression": "6*7"}}]'), text_reply("42"))
-        await graph.ainvoke(user_message("@agent What is 6 times 7?"), thread, context=context)
-    finally:
-        rules.off.discard("restate_question")
-    assert "The question is:" not in llm.requests[-1]["messages"][-1]["content"]
-
-
 async def test_a_prompted_agent_turn_reads_earlier_exchanges_as_one_transcript(llm, saver, workspace, thread):
     """After plain-word exchanges as turns, the 1.5B answered a two-step question in plain words too."""
     graph = build_graph(checkpointer=saver)
