@@ -52,9 +52,6 @@ CATALOG_INSTRUCTIONS = (
     "no tool helps, answer the user in plain text."
 )
 
-#: Heads the earlier exchanges of a prompted agent turn, given as one transcript (``history_as_transcript``)
-#: rather than as turns of their own that the model would continue in their manner.
-HISTORY_TRANSCRIPT = "Earlier in this conversation:\n{lines}"
 #: Said again after the user's message when earlier exchanges stand between it and the catalog.
 REMINDER = (
     "\n\n(If a tool is needed for this, reply with only the JSON list of calls; otherwise answer directly.)"

@@ -49,7 +49,6 @@ from .catalog import (
     placeholders,
     schema_of,
     with_catalog,
-    with_history_as_transcript,
     with_reminder,
 )
 from .cues import asked_for
@@ -167,8 +166,6 @@ async def prompted_turn(
         options["extra_body"] = {"grammar": rules}
     reminding = first_round and not answer_only and offered and on("reminder")
     reminded = with_reminder(request, given_with) if reminding else request
-    if on("history_as_transcript"):  # after the reminder, which reads whether exchanges came before
-        reminded = with_history_as_transcript(reminded)
     # No tool offered (C0 chose none): no catalog either, and the grammar admits text only
     prompt = with_catalog(reminded, offered) if offered else reminded
     refused = None

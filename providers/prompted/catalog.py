@@ -13,13 +13,13 @@ import json
 import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from ...core.context import READ_ONLY_BUILTINS
 from ...core.conversation import message_text, turn_question, turn_start
-from ...core.prompts import CATALOG_INSTRUCTIONS, HISTORY_TRANSCRIPT, REMINDER
+from ...core.prompts import CATALOG_INSTRUCTIONS, REMINDER
 from ..tokens import count
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -205,26 +205,6 @@ def with_reminder(messages: list[BaseMessage], given_with: bool = False) -> list
         user.model_copy(update={"content": message_text(user) + REMINDER}),
         *messages[last + 1 :],
     ]
-
-
-def with_history_as_transcript(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """The request with its earlier exchanges given as one transcript before the person's message.
-
-    A small model continues the conversation it is shown in the manner of its earlier turns: after two
-    exchanges answered in plain words, the 1.5B answered a question that needed ``calculate`` and a note by
-    restating it in plain words, calling nothing. Given as a transcript in one message, the exchanges are
-    something to read, not a pattern to continue. The transcript stands after the system prompt and its
-    catalog and before the turn, where the exchanges stood, so the server's prompt cache is kept.
-    """
-    start = turn_start(messages)
-    earlier = [m for m in messages[:start] if not isinstance(m, SystemMessage)]
-    if not any(isinstance(m, AIMessage) for m in earlier):
-        return messages
-    lines = "\n".join(
-        f"{'Assistant' if isinstance(m, AIMessage) else 'User'}: {message_text(m)}" for m in earlier
-    )
-    head = [m for m in messages[:start] if isinstance(m, SystemMessage)]
-    return [*head, HumanMessage(HISTORY_TRANSCRIPT.format(lines=lines)), *messages[start:]]
 
 
 def acts(tool: BaseTool) -> bool:

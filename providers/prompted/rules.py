@@ -296,16 +296,6 @@ RULES = (
         measured="bench/chains.py --split reed,bramble --history [--without given_passages_once]: not yet",
     ),
     Rule(
-        "history_as_transcript",
-        "a prompted agent turn with earlier exchanges in its request",
-        "gives them as one transcript message before the turn, not as turns (with_history_as_transcript)",
-        "none (the prompt's text)",
-        "after two plain-word exchanges the 1.5B answered two-step questions in plain words, calling nothing "
-        '(restating "multiply it by 4 and save the result in a note" as its answer)',
-        steers=True,
-        measured="bench/chains.py --split reed,bramble --history [--without history_as_transcript]: not yet",
-    ),
-    Rule(
         "answer_after_repeats",
         "a round of calls that all repeated calls already answered, failed ones included (approve)",
         "withholds the tools: the next reply is the answer (call_model._offered_tools)",

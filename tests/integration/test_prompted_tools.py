@@ -10,7 +10,6 @@ from langgraph.types import Command
 from tests.support.helpers import decisions_of, token, user_message
 from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.providers.prompted import rules
 from workspace_agent.providers.tokens import count
 from workspace_agent.samples.scripted_model import text_reply
 
@@ -233,34 +232,3 @@ async def test_a_list_closed_without_doubt_or_a_reopening_cut_off_keeps_the_call
     ran = [c["args"]["expression"] for c in out["messages"][-3].tool_calls]
     assert len(llm.requests) == 3 and ran == ["6*7"], "a continuation cut off adds nothing"
     assert out["stop_reason"] == "answered"
-
-
-async def test_a_prompted_agent_turn_reads_earlier_exchanges_as_one_transcript(llm, saver, workspace, thread):
-    """After plain-word exchanges as turns, the 1.5B answered a two-step question in plain words too."""
-    graph = build_graph(checkpointer=saver)
-    context = Context(workspace=workspace, native_tool_calling=False)
-    llm.push(text_reply("A clear daytime sky is blue."))
-    await graph.ainvoke(user_message("What colour is a clear daytime sky?"), thread, context=context)
-    llm.push(text_reply("42"))
-    await graph.ainvoke(user_message("@agent What is 6 times 7?"), thread, context=context)
-    roles = [m["role"] for m in llm.requests[-1]["messages"]]
-    transcript, asked = llm.requests[-1]["messages"][1:]
-    assert roles == ["system", "user", "user"], "no earlier turn for the model to continue"
-    assert transcript["content"] == (
-        "Earlier in this conversation:\nUser: What colour is a clear daytime sky?\n"
-        "Assistant: A clear daytime sky is blue."
-    )
-    assert asked["content"].startswith("What is 6 times 7?")
-
-    rules.off.add("history_as_transcript")
-    try:
-        llm.push(text_reply("56"))
-        await graph.ainvoke(user_message("@agent What is 7 times 8?"), thread, context=context)
-    finally:
-        rules.off.discard("history_as_transcript")
-    roles = [m["role"] for m in llm.requests[-1]["messages"]]
-    assert roles == ["system", "user", "assistant", "user", "assistant", "user"], "switched off: turns"
-
-    llm.push(text_reply("Hello!"))
-    await graph.ainvoke(user_message("Hi there"), thread, context=context)
-    assert "assistant" in [m["role"] for m in llm.requests[-1]["messages"]], "a chat turn keeps its turns"
