@@ -296,8 +296,8 @@ RULES = (
         measured=(
             "bench/chains.py --split coda,encore,person,plain,morrow,ledger,quarry --history --only <their "
             "document-then-note tasks> [--without given_passages_once], 1.5B, never tuned on: 2026-12-07, "
-            "strict 6 -> 7 of 8, tokens read per task 2695 -> 2024, median 205 s -> 162 s; on reed, thicket and "
-            "fen it never fired (no search while retrieval had given passages)"
+            "strict 6 -> 7 of 8, tokens read per task 2695 -> 2024, median 205 s -> 162 s; on reed, thicket "
+            "and fen it never fired (no search while retrieval had given passages)"
         ),
     ),
     Rule(
