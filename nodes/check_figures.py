@@ -10,9 +10,10 @@ states one, the person reads the tools' results in plain words instead. An answe
 (a call's JSON, a code fence, a line of the results' digest, which the 1.5B copied from its prompt) is held
 back the same way, and so is an answer with no figure at all after ``calculate`` returned one ("The
 calculation is done."). Figures are checked only in turns in which a tool ran: without results there is
-nothing to hold a figure against but the model's own knowledge. A call of one of the turn's tools written into the
-answer as JSON is held back in every agent turn: with history the 1.5B once answered a document question by
-writing its plan and the same call ten times in code fences, calling nothing, until its token limit.
+nothing to hold a figure against but the model's own knowledge. A call of one of the turn's tools written
+into the answer as JSON is held back in every agent turn: with history the 1.5B once answered a document
+question by writing its plan and the same call ten times in code fences, calling nothing, until its token
+limit.
 """
 
 from __future__ import annotations
