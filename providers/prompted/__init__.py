@@ -426,7 +426,7 @@ def _result_lines(messages: list[BaseMessage]) -> list[str]:
     exchange = messages[start + 1 :]
     given = message_text(messages[start]) if on("given_passages_once") else ""
     results: dict[str | None, str] = {
-        m.tool_call_id: passages_given_once(message_text(m), given) if given else message_text(m)
+        m.tool_call_id: passages_given_once(message_text(m), given)
         for m in exchange
         if isinstance(m, ToolMessage)
     }
