@@ -403,6 +403,21 @@ def years_since_1990(outcome: Outcome) -> set[float]:
     return {year - 1990 for year in this_year(outcome)}
 
 
+def days_left_in_month(outcome: Outcome) -> set[float]:
+    """The days from the task's date to the last of its month."""
+    return {
+        float(calendar.monthrange(day.year, day.month)[1] - day.day)
+        for day in {outcome.started.date(), outcome.ended.date()}
+    }
+
+
+def month_end_figures(outcome: Outcome) -> set[float]:
+    """The clock's figures, the days left in the month and the month's last day."""
+    days = {outcome.started.date(), outcome.ended.date()}
+    ends = {float(calendar.monthrange(d.year, d.month)[1]) for d in days}
+    return clock_figures(outcome) | days_left_in_month(outcome) | ends
+
+
 @dataclass(frozen=True)
 class Task:
     """One chain: what the person asks, which calls it takes, and how its outcome is checked.
@@ -1141,12 +1156,47 @@ REED = [
     Task("canada-capital", "none", "@agent What is the capital of Canada?", mentions("Ottawa"), "Ottawa",
          set()),
 ]  # fmt: skip
+#: Written in stop 52 before any change it measures, and run untouched first, with and without
+#: ``--history``: six two-step tasks (a difference, a saving, a product of a fact, a note of a computed
+#: figure, a date's arithmetic, a note of a listed fact) and six of one step or none, in wordings no earlier
+#: set used.
+SEDGE = [
+    Task("business-over-team", "documents>calculate",
+         "@agent By how much is the Lanternfish Business plan's monthly price higher than the Team plan's?",
+         says(37), "37 EUR (49 - 12)", {49, 12, 37}),
+    Task("team-yearly-saving", "documents>calculate",
+         "@agent How much do I save in a year on the Lanternfish Team plan by paying yearly instead of "
+         "monthly?", says(24), "24 EUR (12 x 12 - 120)", {12, 144, 120, 24}),
+    Task("error-kb-x5", "documents>calculate",
+         "@agent How many KB of error text does Lanternfish keep for 5 failed checks?", says(10),
+         "10 KB (5 x 2 KB)", {5, 2, 10}),
+    Task("product-note", "calculate>note", "@agent Please work out 26 x 35 and record it as a note.",
+         note_says(910), "a note with 910", {26, 35, 910}),
+    Task("days-left-month", "datetime>calculate", "@agent How many days remain until the end of this month?",
+         says(days_left_in_month), "the days left in this month", month_end_figures),
+    Task("chat-tools-note", "documents>note",
+         "@agent Look up which chat tools Lanternfish can send alerts to and keep them in a note.",
+         lambda o: any("slack" in n.lower() and "matrix" in n.lower() for n in o.notes),
+         "a note naming Slack and Matrix", set()),
+    Task("divide-864", "calculate", "@agent What is 864 divided by 24?", says(36), "36", {864, 24, 36}),
+    Task("day-of-month", "datetime", "@agent Which day of the month is it today?",
+         says(lambda o: {float(o.started.day), float(o.ended.day)}), "today's day of the month",
+         clock_figures),
+    Task("team-city", "documents", "@agent In which city is the team that makes Lanternfish based?",
+         mentions("Ghent"), "Ghent", {4}),
+    Task("pause-percent", "documents",
+         "@agent What share of all checks has to fail together before Lanternfish pauses its alerts?",
+         says(80), "80 percent", {80, 10}),
+    Task("planets", "none", "@agent How many planets are in our solar system?", says(8), "8", {8}),
+    Task("novel-1984", "none", "@agent Who wrote the novel 1984?", mentions("Orwell"), "George Orwell",
+         set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
          "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS,
-         "fen": FEN, "heath": HEATH, "reed": REED}  # fmt: skip
+         "fen": FEN, "heath": HEATH, "reed": REED, "sedge": SEDGE}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
