@@ -86,6 +86,14 @@ _OPERANDS = (
     r"\d|\b(?:total|together|altogether|sum|average|percent|per|times|multiply|multiplied|divide|divided|"
     r"add|subtract|minus|plus)\b"
 )
+#: What asks for arithmetic by comparing or scaling quantities, with no operation named: "how many more
+#: checks ...?", "by how much is it higher?", "what is twice that?" (``comparison_asked``). A comparison
+#: that asks for no quantity ("is it better than ...?") is not one.
+_COMPARED = re.compile(
+    r"\bhow (?:many|much) (?:more|fewer|less|higher|lower|cheaper|dearer|longer|shorter|larger|bigger|"
+    r"smaller)\b|\bby how much\b|\b(?:twice|thrice|triple|half|halve)\b",
+    re.IGNORECASE,
+)
 _UNITS = r"seconds|minutes|hours|days|weeks|months|years|bytes|kilobytes|megabytes|gigabytes"
 _UNIT_ASKED = rf"\b(?:how many|in) ({_UNITS}|times)\b"
 _ARITHMETIC = f"{_OPERANDS}|{_UNIT_ASKED}"
@@ -124,13 +132,23 @@ def unit_given(message: str, passages: Sequence[str]) -> str | None:
     keep check results?" and made up ``30 - 7`` (answering 23) for "within how many days can I ask for a
     refund?". ``None``: the cue stands.
     """
-    if re.search(_OPERANDS, message, re.IGNORECASE):
+    if re.search(_OPERANDS, message, re.IGNORECASE) or compared(message):
         return None
     given = " ".join(passages)
     for unit in dict.fromkeys(u.lower() for u in re.findall(_UNIT_ASKED, message, re.IGNORECASE)):
         if unit != "times" and re.search(rf"\d[\d,.]*[\s-]*{unit[:-1]}s?\b", given, re.IGNORECASE):
             return unit
     return None
+
+
+def compared(message: str) -> bool:
+    """Whether the message asks to compare or scale quantities in words, with no operation named.
+
+    Asked "how many more checks does the Team plan give than the Hobby plan?", the 1.5B was offered no
+    ``calculate`` (no figure, no operation named) and, in a thread with history, stated both figures and not
+    their difference.
+    """
+    return on("comparison_asked") and bool(_COMPARED.search(message))
 
 
 def tool_texts(tool: BaseTool) -> list[str]:
@@ -146,6 +164,8 @@ def _words(text: str) -> set[str]:
 
 def asked_for(tool: BaseTool, message: str, builtin: bool) -> bool:
     """Whether the message asks for the tool in words: its cue for a built-in, else what its name acts on."""
+    if builtin and tool.name == "calculate" and compared(message):
+        return True
     if builtin and tool.name == "calculate" and not on("arithmetic_asked"):
         return bool(_QUANTITY.search(message))
     if builtin and tool.name in ASKED_BY:

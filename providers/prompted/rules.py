@@ -160,6 +160,17 @@ RULES = (
         ),
     ),
     Rule(
+        "comparison_asked",
+        "a message that asks for a quantity compared or scaled in words (how many more, how much cheaper, by "
+        "how much, twice, half) and names no operation",
+        "offers calculate for its words (cues.compared), as a named operation does",
+        'C0 "calculate: ..."',
+        "asked how many more checks the Team plan gives than the Hobby plan, the 1.5B was offered no tool "
+        "and, with history, stated 250 and 20 and not their difference",
+        steers=True,
+        measured="",
+    ),
+    Rule(
         "passages_only",
         "the only tool C0 would offer is search_documents, for no reason but the passages retrieval "
         "already gave with the message",
@@ -271,6 +282,18 @@ RULES = (
         "the model wrote the step it meant as advice to the person",
         steers=True,
         measured=f"{STRICT}: 2026-12-04: strict 6 of 16 with and without; without it 2 answers showed a call",
+    ),
+    Rule(
+        "action_undone",
+        "on a turn's first round, a prose reply with nothing run, when the message asks in words for an "
+        "offered tool that acts (a note, a saved document, an MCP tool's action)",
+        "asks for the reply again under a grammar of calls only; the model still picks the calls",
+        'C1 {"action_undone"}',
+        "in threads with history the 1.5B answered 'find ... multiply it by 4, and save the result in a "
+        "note' by restating the request, and 'find the shortest interval ... and save it' with the steps "
+        "it would take; nothing was looked up, computed or saved",
+        steers=True,
+        measured="",
     ),
     Rule(
         "repeat_once",
