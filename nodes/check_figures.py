@@ -46,13 +46,21 @@ from .services import Services
 _NO_CALLS = re.compile(r"(?:```[a-z]*\s*)?\[\s*\]\s*(?:```)?\s*$")
 #: A document text's delimiter copied into an answer, with the block's "Context:" heading if it leads in.
 _DELIMITER = re.compile(r"(?:^Context:\s*\n\s*)?" + CONTEXT_DELIMITER.pattern, re.M)
-#: A call written as JSON (in a fence or not): ``{"name": "<tool>", ...``.
-_QUOTED_CALL = re.compile(r'(?:```[a-z]*\s*)?\[?\s*\{\s*"name"\s*:\s*"(?P<name>[^"]+)"')
+#: A call written as JSON (in a fence or not): ``{"name": "<tool>", ...``; ``args`` when its arguments follow.
+_QUOTED_CALL = re.compile(
+    r'(?:```[a-z]*\s*)?\[?\s*\{\s*"name"\s*:\s*"(?P<name>[^"]+)"(?P<args>\s*,\s*"(?:arguments|parameters)"\s*:)?'
+)
 
 
 def quoted_call(answer: str, tools: set[str]) -> re.Match[str] | None:
-    """Where the answer first writes a call of one of ``tools`` as JSON; ``None`` if it writes none."""
-    return next((m for m in _QUOTED_CALL.finditer(answer) if m["name"] in tools), None)
+    """Where the answer first writes a call as JSON; ``None`` if it writes none.
+
+    A call is an object naming one of ``tools``, or naming any tool with its arguments next: offered no tool,
+    the 1.5B answered "Who wrote the novel 1984?" with "I can use the Wikipedia tool to do this." and
+    ``[{"name": "wikipedia", "arguments": {...}}]``. An object with a name and other fields
+    (``{"name": "Ann", "age": 30}``) is data the person may have asked for.
+    """
+    return next((m for m in _QUOTED_CALL.finditer(answer) if m["name"] in tools or m["args"]), None)
 
 
 def before_the_call(answer: str, call: re.Match[str]) -> str:

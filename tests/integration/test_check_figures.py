@@ -256,6 +256,25 @@ async def test_when_the_second_answer_writes_a_call_too_the_person_reads_the_wor
     assert decisions_of(out, "G3")[-1]["outcome"] == "cut at the call"
 
 
+async def test_a_call_of_a_tool_nobody_offered_written_into_an_answer_is_cut_too(
+    llm, saver, workspace, thread
+):
+    """Offered no tool, the 1.5B answered with a call of a "wikipedia" tool as JSON after its words."""
+    words = "To answer this question, I need to look up the author. I can use the Wikipedia tool to do this."
+    invented = f'{words} [{{"name": "wikipedia", "arguments": {{"query": "1984"}}}}]'
+    out = await no_tool_turn(
+        llm,
+        saver,
+        workspace,
+        thread,
+        "@agent Who wrote the novel 1984?",
+        text_reply(invented),
+        text_reply(invented),
+    )
+    assert out["messages"][-1].content == words, "the person reads the words, never the call"
+    assert decisions_of(out, "G3")[-1]["outcome"] == "cut at the call"
+
+
 async def test_code_in_a_chat_answer_is_the_answer(llm, saver, workspace, thread):
     """JSON that calls none of the turn's tools, or any in a chat turn, is the person's answer as written."""
     code = 'Use this:\n```json\n{"name": "Ann", "age": 30}\n```'
