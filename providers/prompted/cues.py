@@ -94,6 +94,20 @@ _COMPARED = re.compile(
     r"smaller)\b|\bby how much\b|\b(?:twice|thrice|triple|half|halve)\b",
     re.IGNORECASE,
 )
+#: Without ``figure_alone``'s reading, a number anywhere or "together" was a cue by itself. With it, these
+#: cue ``calculate`` only beside something that asks for a quantity or a count in time: "Who wrote the novel
+#: 1984?" and "what share of the checks has to fail together?" ask for none.
+_NAMED_OPERATION = re.compile(
+    r"[-+*/×^%]\s*\d|\d\s*[-+*/×^%x]|\b(?:total|altogether|sum|average|percent|per|times|multiply|"
+    r"multiplied|divide|divided|add|subtract|minus|plus|squared?|cubed?|root)\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_QUANTITY_ASKED = re.compile(
+    r"\bhow (?:many|much|long|old|often|far)\b|\bcosts?\b|\b(?:ago|since|until|till|from now|later|left|"
+    r"remain(?:s|ing)?)\b",
+    re.IGNORECASE,
+)
 _UNITS = r"seconds|minutes|hours|days|weeks|months|years|bytes|kilobytes|megabytes|gigabytes"
 _UNIT_ASKED = rf"\b(?:how many|in) ({_UNITS}|times)\b"
 _ARITHMETIC = f"{_OPERANDS}|{_UNIT_ASKED}"
@@ -151,6 +165,18 @@ def compared(message: str) -> bool:
     return on("comparison_asked") and bool(_COMPARED.search(message))
 
 
+def something_to_compute(message: str) -> bool:
+    """Whether the message gives ``calculate`` something to compute (``figure_alone``'s reading).
+
+    An operation named or written, two numbers, or a number (or "together") in a message that asks for a
+    quantity or a count in time ("how old does someone born in 1990 turn?", "the year 25 years from now").
+    """
+    if _NAMED_OPERATION.search(message) or len(_NUMBER.findall(message)) >= 2:
+        return True
+    lone = bool(_NUMBER.search(message)) or bool(re.search(r"\btogether\b", message, re.IGNORECASE))
+    return lone and bool(_QUANTITY_ASKED.search(message))
+
+
 def tool_texts(tool: BaseTool) -> list[str]:
     """What a message is compared with for a tool: its name and description, and its example requests."""
     described = f"{tool.name.replace('_', ' ')}: {' '.join(str(tool.description or '').split())}"
@@ -168,6 +194,8 @@ def asked_for(tool: BaseTool, message: str, builtin: bool) -> bool:
         return True
     if builtin and tool.name == "calculate" and not on("arithmetic_asked"):
         return bool(_QUANTITY.search(message))
+    if builtin and tool.name == "calculate" and on("figure_alone"):
+        return something_to_compute(message) or bool(re.search(_UNIT_ASKED, message, re.IGNORECASE))
     if builtin and tool.name in ASKED_BY:
         return bool(ASKED_BY[tool.name].search(message))
     last = re.split(r"[^a-z]+", tool.name.lower().rstrip("s"))[-1]

@@ -160,6 +160,19 @@ RULES = (
         ),
     ),
     Rule(
+        "figure_alone",
+        "a message whose only cue for calculate is one number (a title, a year, a limit) or 'together', "
+        "with no operation and no quantity or count in time asked for",
+        "does not offer calculate for its words (cues.something_to_compute); its embedding may still "
+        "offer it",
+        'C0 "calculate: ..."',
+        "offered calculate for its one number, the 1.5B ran calculate('1984 written by George Orwell') for "
+        "'Who wrote the novel 1984?'; for 'what share of all checks has to fail together ...?' it ran "
+        "calculate('100 / 80') and the person read 1.25",
+        steers=True,
+        measured="",
+    ),
+    Rule(
         "comparison_asked",
         "a message that asks for a quantity compared or scaled in words (how many more, how much cheaper, by "
         "how much, twice, half) and names no operation",

@@ -26,6 +26,9 @@ ASKED = [
     ("calculate", "How many more seats does the big hall have than the small one?"),  # comparison_asked
     ("calculate", "By how much did the rent go up this year?"),
     ("calculate", "What would twice the usual order be?"),
+    ("calculate", "How old is a house built in 1932?"),  # one number, a quantity asked (figure_alone)
+    ("calculate", "Which year will it be 40 years from now?"),
+    ("calculate", "How many guests come together if 12 say yes?"),
     ("current_datetime", "Is it already the weekend, what's the date?"),
     ("summarize_document", "Give me a summary of the lease."),
     ("sql_query", "How many invoices are in the billing database?"),
@@ -39,6 +42,8 @@ NOT_ASKED = [
     ("calculate", "How long is the warranty on the dishwasher?"),  # a fact (arithmetic_asked)
     ("calculate", "How many rooms does the flat on Elm Street have?"),
     ("calculate", "Is the small hall more comfortable than the big one?"),  # compares no quantity
+    ("calculate", "Who directed the film 2001: A Space Odyssey?"),  # a number, nothing to compute
+    ("calculate", "Which bands played together at the festival?"),
     ("calculate", "What is the difference between a lease and a rental agreement?"),
     ("summarize_document", "Which documents are in this workspace?"),
 ]
