@@ -448,12 +448,12 @@ KIND_TOOLS = {
 #: Tools that change something: run or proposed, each is a write the question must have asked for.
 WRITE_TOOLS = {"save_note", "save_to_workspace"}
 #: What only the machinery writes: a call's JSON, a code fence, a results digest line, the note on a repeat,
-#: a document text's delimiter ("[END CONTEXT 3]"), a search passage's score or the digest's note on a
-#: passage given twice.
+#: a document text's delimiter ("[END CONTEXT 3]") or header, a search passage's score or the digest's note
+#: on a passage given twice.
 MACHINERY = re.compile(
     r'\{\s*"(?:name|arguments|tool)"\s*:|```|\b[a-z_]+\(\{.*?\}\) returned\b|^- [a-z_]+\(|'
     r"This call already ran in this turn|\[(?:END )?CONTEXT \d+\]|\(similarity [\d.]+\)|"
-    r"the same passage as in the context above",
+    r"the same passage as in the context above|</?document_metadata>|^sourceDocument:",
     re.M,
 )
 #: A date written out ("December 4, 2026", "4 December 2026"): its numbers are the clock's, not figures.

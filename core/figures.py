@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from .conversation import message_text, turn_start
 from .plan import Plan, assemble
-from .prompts import CONTEXT_DELIMITER, PASSAGE_GIVEN
+from .prompts import CONTEXT_DELIMITER, DOCUMENT_HEADER, PASSAGE_GIVEN
 
 #: Dates and times of day, whose parts are the clock's, not figures: "2026-12-04", "14:05", "December 4".
 CLOCK = re.compile(
@@ -29,10 +29,15 @@ NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 #: with one): a call's JSON, a code fence, a line of the results' digest, a search passage's label
 #: (``SEARCH_HIT``: with history the 1.5B copied "[2] faq.md (similarity 0.55)" into an answer, and once
 #: listed "1. troubleshooting.txt (similarity 0.60)" with the digest's ``PASSAGE_GIVEN`` after it), a
-#: document text's delimiter (``CONTEXT_DELIMITER``).
+#: document text's delimiter or header (``CONTEXT_DELIMITER``, ``DOCUMENT_HEADER``).
 MACHINERY = re.compile(
     r'```|\{\s*"(?:name|arguments|args)"\s*:|^\s*- [\w-]+\(.*\) (?:returned|was not run)|\b[\w-]+\(\s*\{\s*"'
-    r"|\(similarity [\d.]+\)|" + re.escape(PASSAGE_GIVEN) + "|" + CONTEXT_DELIMITER.pattern,
+    r"|\(similarity [\d.]+\)|"
+    + re.escape(PASSAGE_GIVEN)
+    + "|"
+    + CONTEXT_DELIMITER.pattern
+    + "|"
+    + DOCUMENT_HEADER.pattern,
     re.M,
 )
 #: A figure written as a word ("two", "a hundred"): an answer states its result so too.

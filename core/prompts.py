@@ -37,6 +37,11 @@ def context_block(texts: list[str]) -> str:
 #: with earlier exchanges in its prompt, closed an answer in prose with "[END CONTEXT 3]". A person must never
 #: read them (G3 cuts them; a write's text holding one is sent back).
 CONTEXT_DELIMITER = re.compile(r"\[(?:END )?CONTEXT \d+\]:?")
+#: The header each document text opens with (``skills.documents.metadata_header``), as an answer may copy it:
+#: with history the 1.5B answered with its plan, then "The relevant context is:" and the header whole.
+DOCUMENT_HEADER = re.compile(
+    r"(?s:<document_metadata>.*?(?:</document_metadata>|\Z))\s*|</document_metadata>"
+)
 
 
 # --- prompted tool calling (models without native tool calls) ---------------------------------------------

@@ -31,6 +31,7 @@ from ..core.plan import assemble
 from ..core.prompts import (
     ASK_AGAIN_FIGURES,
     CONTEXT_DELIMITER,
+    DOCUMENT_HEADER,
     NO_PLAIN_ANSWER,
     NO_RESULT_STATED,
     RESULTS_IN_WORDS,
@@ -44,8 +45,15 @@ from .services import Services
 #: An empty list of calls closing an answer, fenced or not: the catalog's form for "no call", not words. The
 #: 1.5B, answering a document question in prose with no tool run, ended "The answer is:" and a fenced ``[]``.
 _NO_CALLS = re.compile(r"(?:```[a-z]*\s*)?\[\s*\]\s*(?:```)?\s*$")
-#: A document text's delimiter copied into an answer, with the block's "Context:" heading if it leads in.
-_DELIMITER = re.compile(r"(?:^Context:\s*\n\s*)?" + CONTEXT_DELIMITER.pattern, re.M)
+#: A document text's delimiter or header copied into an answer, with a line about the context leading in.
+_DELIMITER = re.compile(
+    r"(?:^[^\n]*\b[Cc]ontext\b[^\n]*:[ \t]*\n\s*)?(?:"
+    + CONTEXT_DELIMITER.pattern
+    + "|"
+    + DOCUMENT_HEADER.pattern
+    + ")",
+    re.M,
+)
 #: A call written as JSON (in a fence or not): ``{"name": "<tool>", ...``; ``args`` when its arguments follow.
 _QUOTED_CALL = re.compile(
     r'(?:```[a-z]*\s*)?\[?\s*\{\s*"name"\s*:\s*"(?P<name>[^"]+)"(?P<args>\s*,\s*"(?:arguments|parameters)"\s*:)?'
@@ -110,7 +118,7 @@ def _without_empty_calls(state: AgentState, answer: str) -> tuple[str, list[Deci
 
 
 def _without_delimiters(state: AgentState, answer: str) -> tuple[str, list[Decision]]:
-    """An answer without the delimiters of the document texts it copied ("[END CONTEXT 3]").
+    """An answer without the delimiters and headers of the document texts it copied ("[END CONTEXT 3]").
 
     They are the prompt's layout, never words for the person, and cutting them changes no statement, so code
     cuts them in every route with no model call. Only where words are left: a reply that is nothing but
@@ -119,7 +127,7 @@ def _without_delimiters(state: AgentState, answer: str) -> tuple[str, list[Decis
     words = re.sub(r"\n{3,}", "\n\n", _DELIMITER.sub("", answer)).strip()
     if not words or not _DELIMITER.search(answer):
         return answer, []
-    why = "the answer copied the delimiters of the document texts in its prompt: cut"
+    why = "the answer copied the delimiters or headers of the document texts in its prompt: cut"
     return words, [decision("G3", "code", "delimiters cut", why)]
 
 

@@ -37,8 +37,13 @@ Progress = Callable[[int, int], None]
 
 
 def metadata_header(title: str, source: str) -> str:
-    """The header each chunk is embedded and shown with, after AnythingLLM's ``<document_metadata>``."""
-    return f"<document_metadata>\nsourceDocument: {title}\nsource: {source}\n</document_metadata>\n\n"
+    """The header each chunk is embedded and shown with, after AnythingLLM's ``<document_metadata>``.
+
+    A web page's address is named as AnythingLLM names it; a file's place on the server is not: the model
+    would read a server path, and, in a thread with history, the 1.5B copied the whole header into an answer.
+    """
+    web = f"source: {source}\n" if source.startswith(("http://", "https://")) else ""
+    return f"<document_metadata>\nsourceDocument: {title}\n{web}</document_metadata>\n\n"
 
 
 def split_text(

@@ -34,7 +34,7 @@ FENCE = "```json"
 #: copied after earlier exchanges). Prose needs none of them, so the text from the first of them on is held
 #: back from the stream; the finished reply reaches the person through the turn's state, where the graph has
 #: read the call out of it, cut the delimiters or put the answer in words.
-HOLD_FROM = ("```", "{", "[CONTEXT ", "[END CONTEXT ")
+HOLD_FROM = ("```", "{", "[CONTEXT ", "[END CONTEXT ", "<document_metadata>", "</document_metadata>")
 
 
 def progress(phase: str, **details: Any) -> None:

@@ -332,6 +332,16 @@ async def test_the_delimiters_of_the_document_texts_never_reach_the_person(llm, 
         assert decisions_of(out, "G3")[0]["outcome"] == "delimiters cut"
     assert len(llm.requests) == 2, "cut by code: one model call a turn"
 
+    header = "<document_metadata>\nsourceDocument: pricing.md\n</document_metadata>\n\n"
+    copied = f"I looked at the documents.\n\nThe relevant context is:\n\n{header}{prose}"
+    out = await no_tool_turn(
+        llm, saver, workspace, thread, "Team plan price?", text_reply(copied), mode="chat"
+    )
+    assert out["messages"][-1].content == f"I looked at the documents.\n\n{prose}", (
+        "a header copied is cut too"
+    )
+    assert len(llm.requests) == 3
+
     alone = await no_tool_turn(
         llm, saver, workspace, thread, "Team plan price?", text_reply("[END CONTEXT 0]")
     )

@@ -375,6 +375,19 @@ async def test_a_document_delimiter_copied_into_a_prose_reply_is_never_streamed(
     values = (await graph.aget_state(thread)).values
     assert values["messages"][-1].content == answer
 
+    header = "<document_metadata>\nsourceDocument: pricing.md\n</document_metadata>\n\n"
+    llm.push(text_reply(f"{answer}\n\nThe relevant context is:\n{header}Team: 12 EUR a month."))
+    streamed = []
+    async for message, meta in graph.astream(
+        user_message("@agent And the Team plan's price?"),
+        thread,
+        context=prompted(workspace),
+        stream_mode="messages",
+    ):
+        if meta["langgraph_node"] == "call_model" and message.content:
+            streamed.append(message.content)
+    assert "document_metadata" not in "".join(streamed) and "sourceDocument" not in "".join(streamed)
+
 
 async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_writes_it(
     llm, saver, workspace, thread, tmp_path, monkeypatch

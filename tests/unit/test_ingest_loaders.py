@@ -92,7 +92,11 @@ def test_chunks_respect_size_and_overlap_and_the_header_names_the_document():
     assert len(chunks) > 5 and all(len(c) <= 200 for c in chunks)
     assert chunks[0].split()[-1] in chunks[1], "neighbouring chunks share their overlap"
     header = metadata_header("guide.md", "/docs/guide.md")
-    assert header.startswith("<document_metadata>\nsourceDocument: guide.md\nsource: /docs/guide.md\n")
+    assert header == "<document_metadata>\nsourceDocument: guide.md\n</document_metadata>\n\n", (
+        "a file's place on the server is never in the prompt"
+    )
+    page = metadata_header("News", "https://example.org/news")
+    assert "source: https://example.org/news\n" in page, "a web page's address is, as in AnythingLLM"
     assert content_hash(b"a") != content_hash(b"b") and len(content_hash(b"a")) == 64
 
 
