@@ -54,6 +54,17 @@ def prompted(workspace: str, **kw) -> Context:
     )
 
 
+async def streamed_text(graph, text: str, thread: dict, context: Context) -> str:
+    """What ``call_model`` streamed to a client during one turn (the ``messages`` stream's text)."""
+    streamed = []
+    async for message, meta in graph.astream(
+        user_message(text), thread, context=context, stream_mode="messages"
+    ):
+        if meta["langgraph_node"] == "call_model" and message.content:
+            streamed.append(message.content)
+    return "".join(streamed)
+
+
 async def test_a_second_dependent_call_runs_and_the_turn_ends_on_the_models_text(
     llm, saver, workspace, thread, tmp_path
 ):
@@ -339,13 +350,7 @@ async def test_a_prose_reply_quoting_a_call_never_streams_its_json(
     quoted = f"You can use the lookup tool. Here is the call:\n```json\n{call}\n```"
     answer = "The value of alpha is 7341."
     llm.push(text_reply(quoted), calls(("lookup", {"key": "alpha"})), text_reply(answer))
-    streamed = []
-    async for message, meta in graph.astream(
-        user_message("@agent what is alpha?"), thread, context=prompted(workspace), stream_mode="messages"
-    ):
-        if meta["langgraph_node"] == "call_model" and message.content:
-            streamed.append(message.content)
-    shown = "".join(streamed)
+    shown = await streamed_text(graph, "@agent what is alpha?", thread, prompted(workspace))
     assert "```" not in shown and "{" not in shown and '"name"' not in shown, shown
     assert shown.startswith("You can use the lookup tool.") and shown.endswith(answer)
     values = (await graph.aget_state(thread)).values
@@ -361,32 +366,15 @@ async def test_a_document_delimiter_copied_into_a_prose_reply_is_never_streamed(
     graph = build_graph(checkpointer=saver)
     answer = "The Team plan costs 12 EUR a month."
     llm.push(text_reply(f"{answer}\n\n[END CONTEXT 3]"))
-    streamed = []
-    async for message, meta in graph.astream(
-        user_message("@agent What does the Team plan cost?"),
-        thread,
-        context=prompted(workspace),
-        stream_mode="messages",
-    ):
-        if meta["langgraph_node"] == "call_model" and message.content:
-            streamed.append(message.content)
-    shown = "".join(streamed)
+    shown = await streamed_text(graph, "@agent What does the Team plan cost?", thread, prompted(workspace))
     assert shown.startswith("The Team plan costs") and "CONTEXT" not in shown and "[" not in shown, shown
     values = (await graph.aget_state(thread)).values
     assert values["messages"][-1].content == answer
 
     header = "<document_metadata>\nsourceDocument: pricing.md\n</document_metadata>\n\n"
     llm.push(text_reply(f"{answer}\n\nThe relevant context is:\n{header}Team: 12 EUR a month."))
-    streamed = []
-    async for message, meta in graph.astream(
-        user_message("@agent And the Team plan's price?"),
-        thread,
-        context=prompted(workspace),
-        stream_mode="messages",
-    ):
-        if meta["langgraph_node"] == "call_model" and message.content:
-            streamed.append(message.content)
-    assert "document_metadata" not in "".join(streamed) and "sourceDocument" not in "".join(streamed)
+    shown = await streamed_text(graph, "@agent And the Team plan's price?", thread, prompted(workspace))
+    assert "document_metadata" not in shown and "sourceDocument" not in shown
 
 
 async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_writes_it(
@@ -500,15 +488,9 @@ async def test_a_requested_action_answered_in_prose_with_nothing_run_is_asked_fo
         calls(("record", {"value": "7341"})),
         text_reply("Recorded 7341."),
     )
-    streamed = []
-    async for message, meta in graph.astream(
-        user_message("@agent Look up the key alpha and record its value."),
-        thread,
-        context=prompted(workspace),
-        stream_mode="messages",
-    ):
-        if meta["langgraph_node"] == "call_model" and message.content:
-            streamed.append(message.content)
+    shown = await streamed_text(
+        graph, "@agent Look up the key alpha and record its value.", thread, prompted(workspace)
+    )
     assert [(r["tool"], r["args"]) for r in recorded(record)] == [
         ("lookup", {"key": "alpha"}),
         ("record", {"value": "7341"}),
@@ -517,7 +499,7 @@ async def test_a_requested_action_answered_in_prose_with_nothing_run_is_asked_fo
     assert again["messages"] == first["messages"], "the same prompt: only the reply is asked again"
     assert first["grammar"].splitlines()[0].endswith("| text"), "the first reply could be prose"
     assert not again["grammar"].splitlines()[0].endswith("| text"), "the second is calls only"
-    assert plan not in "".join(streamed), "the prose that was replaced never streamed"
+    assert plan not in shown, "the prose that was replaced never streamed"
     values = (await graph.aget_state(thread)).values
     [noted] = [
         d
