@@ -322,13 +322,14 @@ def numbers(text: str) -> list[float]:
     return found
 
 
-#: Small whole numbers as a person writes them in a sentence ("after three failed attempts").
+#: Small whole numbers and round tens as a person writes them in a sentence ("after three failed attempts",
+#: "half of a hundred is fifty").
 NUMBER_WORDS = dict(
     enumerate(
         "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
         "sixteen seventeen eighteen nineteen twenty".split()
     )
-)
+) | {30: "thirty", 40: "forty", 50: "fifty", 60: "sixty", 70: "seventy", 80: "eighty", 90: "ninety"}
 
 
 def says(value: float | Callable[[Outcome], set[float]], where: str = "answer") -> Check:
