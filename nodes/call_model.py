@@ -105,7 +105,7 @@ async def _prompted(
         given_with=given_with,
         ran=ran_calls(request) if results_in and withheld is None else frozenset(),
         still_named=tuple(named),
-        asked=tuple(requested_actions(question, tools)) if not results_in and not forced else (),
+        asked=tuple(requested_actions(question, tools, request)) if withheld is None and not forced else (),
     )
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"
@@ -140,8 +140,8 @@ async def _prompted(
         notes.append(decision("C1", "code", "described call asked for", why))
     if turn.undone:
         why = (
-            f"the message asks for {', '.join(turn.undone)} and the model answered in prose with nothing "
-            "run: it was asked again for its calls, under a grammar of calls only"
+            f"the message asks for {', '.join(turn.undone)}, which has not run, and the model answered in "
+            "prose: it was asked again for its calls, under a grammar of calls only"
         )
         notes.append(decision("C1", "code", {"action_undone": turn.undone}, why))
     if turn.repeated:

@@ -149,10 +149,10 @@ async def prompted_turn(
             ``still_named``.
         still_named: The offered tools the person's question names that no call of this turn has used yet
             (``named_unused``).
-        asked: On the turn's first round, the offered tools that act and that the person's message, a
-            request rather than a question, asks for in words (``requested_actions``). Under the grammar,
-            a prose reply with nothing run is asked again as calls (``action_undone``); it is then not
-            streamed, since it may be replaced.
+        asked: The offered tools that act, that the person's message, a request rather than a question,
+            asks for in words, and that have not run in this turn (``requested_actions``). Under the
+            grammar, a prose reply is then asked again as calls (``action_undone``), and is not streamed,
+            since it may be replaced.
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -176,8 +176,8 @@ async def prompted_turn(
     # No tool offered (C0 chose none): no catalog either, and the grammar admits text only
     prompt = with_catalog(reminded, offered) if offered else reminded
     refused = None
-    # an action asked for in words, on the first round: a prose reply may be asked again as calls
-    may_undo = "extra_body" in options and not answer_only and first_round and not calls_only
+    # an action asked for in words and not run yet: a prose reply may be asked again as calls
+    may_undo = "extra_body" in options and not answer_only and not calls_only
     undone = [t.name for t in offered if t.name in asked] if may_undo and on("action_undone") else []
     try:
         response = await ask(model, options, prompt, show_text="extra_body" in options and not undone)
@@ -223,7 +223,7 @@ async def prompted_turn(
     if named:  # "you need to call the `calculate` function with 3 * 4817": asked for that call itself
         if (found := await _as_calls(model, options, prompt, offered, schemas, acting)) is not None:
             return replace(turn, message=found[0], repeats=found[1], described=named)
-    if undone and constrained:  # "..., multiply it by 4, and save the result in a note.": nothing done
+    if undone and constrained:  # "..., multiply it by 4, and save the result in a note.": not done
         if (found := await _as_calls(model, options, prompt, offered, schemas, acting)) is not None:
             return replace(turn, message=found[0], repeats=found[1], undone=undone)
     return turn
@@ -489,21 +489,27 @@ def named_unused(question: str, messages: list[BaseMessage], tools: list[BaseToo
     """
     if not on("named_unused"):
         return []
-    start = turn_start(messages)
-    used = {c["name"] for m in messages[start:] if isinstance(m, AIMessage) for c in m.tool_calls}
+    used = used_tools(messages)
     return [name for name in asked_actions(question, tools) if name not in used]
 
 
-def requested_actions(question: str, tools: list[BaseTool]) -> list[str]:
-    """The tools that act which the person's message, when it is a request, asks for in words.
+def used_tools(messages: list[BaseMessage]) -> set[str]:
+    """The tools the running turn has called so far."""
+    start = turn_start(messages)
+    return {c["name"] for m in messages[start:] if isinstance(m, AIMessage) for c in m.tool_calls}
+
+
+def requested_actions(question: str, tools: list[BaseTool], messages: list[BaseMessage]) -> list[str]:
+    """The tools that act which the person's message, when it is a request, asks for and the turn has not run.
 
     "What do my notes say?" names a note and asks for none: a message that ends in a question mark is
     read as a question. "Find X, multiply it by 4, and save the result in a note." is a request, and one
-    answered in prose with nothing run is not done (``action_undone``).
+    answered in prose before its note was written is not done (``action_undone``).
     """
     if question.rstrip().endswith("?"):
         return []
-    return asked_actions(question, tools)
+    used = used_tools(messages)
+    return [name for name in asked_actions(question, tools) if name not in used]
 
 
 def asked_actions(question: str, tools: list[BaseTool]) -> list[str]:

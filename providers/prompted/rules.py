@@ -298,13 +298,14 @@ RULES = (
     ),
     Rule(
         "action_undone",
-        "on a turn's first round, a prose reply with nothing run, when the message asks in words for an "
-        "offered tool that acts (a note, a saved document, an MCP tool's action)",
+        "a prose reply while the message, a request, asks in words for an offered tool that acts (a note, a "
+        "saved document, an MCP tool's action) that has not run in the turn",
         "asks for the reply again under a grammar of calls only; the model still picks the calls",
         'C1 {"action_undone"}',
         "in threads with history the 1.5B answered 'find ... multiply it by 4, and save the result in a "
         "note' by restating the request, and 'find the shortest interval ... and save it' with the steps "
-        "it would take; nothing was looked up, computed or saved",
+        "it would take, nothing looked up or saved; after a search, 'find which Docker version ... and write "
+        "it down in a note' was answered with the plan, and no note",
         steers=True,
         measured="",
     ),

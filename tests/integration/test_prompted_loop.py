@@ -506,13 +506,27 @@ async def test_a_requested_action_answered_in_prose_with_nothing_run_is_asked_fo
         for d in decisions_of(values, "C1")
         if isinstance(d["outcome"], dict) and "action_undone" in d["outcome"]
     ]
-    assert noted["outcome"] == {"action_undone": ["record"]} and "nothing run" in noted["why"]
+    assert noted["outcome"] == {"action_undone": ["record"]} and "which has not run" in noted["why"]
     assert values["messages"][-1].content == "Recorded 7341."
+
+    llm.reset()  # after a round of results: the value found, the record not written, the answer prose
+    llm.push(
+        calls(("lookup", {"key": "beta"})),
+        text_reply("beta is 1002."),
+        calls(("record", {"value": "1002"})),
+        text_reply("Recorded 1002."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent Look up the key beta and record its value."), thread, context=prompted(workspace)
+    )
+    assert [r["args"] for r in recorded(record)][-2:] == [{"key": "beta"}, {"value": "1002"}]
+    assert llm.requests[2]["messages"] == llm.requests[1]["messages"], "the second round asked again"
+    assert out["messages"][-1].content == "Recorded 1002."
 
     llm.reset()  # a question that names the action asks for none: its prose answer stands
     llm.push(text_reply("Nothing has been recorded in this conversation yet."))
     await graph.ainvoke(user_message("@agent What did I record before?"), thread, context=prompted(workspace))
-    assert len(llm.requests) == 1 and len(recorded(record)) == 2
+    assert len(llm.requests) == 1 and len(recorded(record)) == 4
 
     llm.reset()  # an action that is not asked for: the prose answer stands too
     llm.push(text_reply("alpha is a key of the ledger."))
