@@ -86,14 +86,6 @@ _OPERANDS = (
     r"\d|\b(?:total|together|altogether|sum|average|percent|per|times|multiply|multiplied|divide|divided|"
     r"add|subtract|minus|plus)\b"
 )
-#: What asks for arithmetic by comparing or scaling quantities, with no operation named: "how many more
-#: checks ...?", "by how much is it higher?", "what is twice that?" (``comparison_asked``). A comparison
-#: that asks for no quantity ("is it better than ...?") is not one.
-_COMPARED = re.compile(
-    r"\bhow (?:many|much) (?:more|fewer|less|higher|lower|cheaper|dearer|longer|shorter|larger|bigger|"
-    r"smaller)\b|\bby how much\b|\b(?:twice|thrice|triple|half|halve)\b",
-    re.IGNORECASE,
-)
 #: Without ``figure_alone``'s reading, a number anywhere or "together" was a cue by itself. With it, these
 #: cue ``calculate`` only beside something that asks for a quantity or a count in time: "Who wrote the novel
 #: 1984?" and "what share of the checks has to fail together?" ask for none.
@@ -146,23 +138,13 @@ def unit_given(message: str, passages: Sequence[str]) -> str | None:
     keep check results?" and made up ``30 - 7`` (answering 23) for "within how many days can I ask for a
     refund?". ``None``: the cue stands.
     """
-    if re.search(_OPERANDS, message, re.IGNORECASE) or compared(message):
+    if re.search(_OPERANDS, message, re.IGNORECASE):
         return None
     given = " ".join(passages)
     for unit in dict.fromkeys(u.lower() for u in re.findall(_UNIT_ASKED, message, re.IGNORECASE)):
         if unit != "times" and re.search(rf"\d[\d,.]*[\s-]*{unit[:-1]}s?\b", given, re.IGNORECASE):
             return unit
     return None
-
-
-def compared(message: str) -> bool:
-    """Whether the message asks to compare or scale quantities in words, with no operation named.
-
-    Asked "how many more checks does the Team plan give than the Hobby plan?", the 1.5B was offered no
-    ``calculate`` (no figure, no operation named) and, in a thread with history, stated both figures and not
-    their difference.
-    """
-    return on("comparison_asked") and bool(_COMPARED.search(message))
 
 
 def something_to_compute(message: str) -> bool:
@@ -190,8 +172,6 @@ def _words(text: str) -> set[str]:
 
 def asked_for(tool: BaseTool, message: str, builtin: bool) -> bool:
     """Whether the message asks for the tool in words: its cue for a built-in, else what its name acts on."""
-    if builtin and tool.name == "calculate" and compared(message):
-        return True
     if builtin and tool.name == "calculate" and not on("arithmetic_asked"):
         return bool(_QUANTITY.search(message))
     if builtin and tool.name == "calculate" and on("figure_alone"):

@@ -173,17 +173,6 @@ RULES = (
         measured="",
     ),
     Rule(
-        "comparison_asked",
-        "a message that asks for a quantity compared or scaled in words (how many more, how much cheaper, by "
-        "how much, twice, half) and names no operation",
-        "offers calculate for its words (cues.compared), as a named operation does",
-        'C0 "calculate: ..."',
-        "asked how many more checks the Team plan gives than the Hobby plan, the 1.5B was offered no tool "
-        "and, with history, stated 250 and 20 and not their difference",
-        steers=True,
-        measured="",
-    ),
-    Rule(
         "passages_only",
         "the only tool C0 would offer is search_documents, for no reason but the passages retrieval "
         "already gave with the message",

@@ -23,9 +23,6 @@ ASKED = [
     ("calculate", "How many seconds are in a week?"),
     ("calculate", "What do the tickets for the whole family cost altogether?"),
     ("calculate", "The warranty runs two years. How many months is that?"),
-    ("calculate", "How many more seats does the big hall have than the small one?"),  # comparison_asked
-    ("calculate", "By how much did the rent go up this year?"),
-    ("calculate", "What would twice the usual order be?"),
     ("calculate", "How old is a house built in 1932?"),  # one number, a quantity asked (figure_alone)
     ("calculate", "Which year will it be 40 years from now?"),
     ("calculate", "How many guests come together if 12 say yes?"),
@@ -41,7 +38,6 @@ NOT_ASKED = [
     ("calculate", "Who painted the Mona Lisa?"),
     ("calculate", "How long is the warranty on the dishwasher?"),  # a fact (arithmetic_asked)
     ("calculate", "How many rooms does the flat on Elm Street have?"),
-    ("calculate", "Is the small hall more comfortable than the big one?"),  # compares no quantity
     ("calculate", "Who directed the film 2001: A Space Odyssey?"),  # a number, nothing to compute
     ("calculate", "Which bands played together at the festival?"),
     ("calculate", "What is the difference between a lease and a rental agreement?"),
@@ -95,10 +91,3 @@ def test_a_figure_asked_in_the_unit_the_passages_give_is_a_lookup(message: str, 
 def test_without_passages_a_unit_asked_stays_a_cue_for_calculate() -> None:
     assert unit_given("How many hours does the locker keep a package?", []) is None
     assert unit_given("How many minutes does it take?", ["a 90-minute walk"]) == "minutes"
-
-
-def test_a_comparison_in_words_keeps_calculate_even_when_the_passages_give_the_unit() -> None:
-    """ "How many more hours ...?" asks for a difference: the unit given does not make it a lookup."""
-    message = "How many more hours does the locker keep a package than the front desk does?"
-    assert asked_for(tool("calculate"), message, builtin=True)
-    assert unit_given(message, GIVEN) is None
