@@ -23,7 +23,6 @@ from ..providers.prompted import (
     names_a_tool,
     prompted_turn,
     ran_calls,
-    requested_actions,
     waiting_calls,
     withheld_call,
 )
@@ -105,7 +104,6 @@ async def _prompted(
         given_with=given_with,
         ran=ran_calls(request) if results_in and withheld is None else frozenset(),
         still_named=tuple(named),
-        asked=tuple(requested_actions(question, tools, request)) if withheld is None and not forced else (),
     )
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"
@@ -138,12 +136,6 @@ async def _prompted(
             "was asked for that call, under a grammar of calls only"
         )
         notes.append(decision("C1", "code", "described call asked for", why))
-    if turn.undone:
-        why = (
-            f"the message asks for {', '.join(turn.undone)}, which has not run, and the model answered in "
-            "prose: it was asked again for its calls, under a grammar of calls only"
-        )
-        notes.append(decision("C1", "code", {"action_undone": turn.undone}, why))
     if turn.repeated:
         why = (
             f"the reply only repeated calls of {', '.join(turn.repeated)} already run in this turn: it was "

@@ -63,7 +63,6 @@ __all__ = [
     "parse_tool_calls",
     "prompted_turn",
     "ran_calls",
-    "requested_actions",
     "withheld_call",
 ]
 
@@ -97,7 +96,6 @@ class PromptedTurn:
     reopenings: list[float] = field(default_factory=list)  # the chance of another call at each reopened close
     described: list[str] = field(default_factory=list)  # tools the text said to call, then asked for as calls
     repeated: list[str] = field(default_factory=list)  # tools of a reply that only repeated calls already run
-    undone: list[str] = field(default_factory=list)  # asked-for actions answered in prose, then as calls
 
 
 async def prompted_turn(
@@ -114,7 +112,6 @@ async def prompted_turn(
     given_with: bool = False,
     ran: frozenset[str] = frozenset(),
     still_named: tuple[str, ...] = (),
-    asked: tuple[str, ...] = (),
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
@@ -149,10 +146,6 @@ async def prompted_turn(
             ``still_named``.
         still_named: The offered tools the person's question names that no call of this turn has used yet
             (``named_unused``).
-        asked: The offered tools that act, that the person's message, a request rather than a question,
-            asks for in words, and that have not run in this turn (``requested_actions``). Under the
-            grammar, a prose reply is then asked again as calls (``action_undone``), and is not streamed,
-            since it may be replaced.
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -176,11 +169,8 @@ async def prompted_turn(
     # No tool offered (C0 chose none): no catalog either, and the grammar admits text only
     prompt = with_catalog(reminded, offered) if offered else reminded
     refused = None
-    # an action asked for in words and not run yet: a prose reply may be asked again as calls
-    may_undo = "extra_body" in options and not answer_only and not calls_only
-    undone = [t.name for t in offered if t.name in asked] if may_undo and on("action_undone") else []
     try:
-        response = await ask(model, options, prompt, show_text="extra_body" in options and not undone)
+        response = await ask(model, options, prompt, show_text="extra_body" in options)
     except Exception as exc:
         if "extra_body" not in options or "grammar" not in str(exc).lower():
             raise
@@ -221,32 +211,13 @@ async def prompted_turn(
         return replace(turn, message=plain, retried=True)
     named = described_calls(text, offered) if constrained and not calls_only and on("described_call") else []
     if named:  # "you need to call the `calculate` function with 3 * 4817": asked for that call itself
-        if (found := await _as_calls(model, options, prompt, offered, schemas, acting)) is not None:
+        asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
+        asked["extra_body"] = {"grammar": call_grammar(offered, schemas, calls_only=True)}
+        again = await ask(model, asked, prompt)
+        found = _read_calls(again, message_text(again), schemas, acting, whole=True)
+        if found is not None and again.response_metadata.get("finish_reason") != "length":
             return replace(turn, message=found[0], repeats=found[1], described=named)
-    if undone and constrained:  # "..., multiply it by 4, and save the result in a note.": not done
-        if (found := await _as_calls(model, options, prompt, offered, schemas, acting)) is not None:
-            return replace(turn, message=found[0], repeats=found[1], undone=undone)
     return turn
-
-
-async def _as_calls(
-    model: Any,
-    options: dict[str, Any],
-    prompt: list[BaseMessage],
-    offered: list[BaseTool],
-    schemas: dict[str, dict[str, Any]],
-    acting: set[str],
-) -> tuple[AIMessage, int] | None:
-    """The same prompt asked again under a grammar of calls only; ``None`` if the reply was cut off.
-
-    The model still chooses which offered tool to call and with what; only prose is no longer an option.
-    """
-    asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
-    asked["extra_body"] = {"grammar": call_grammar(offered, schemas, calls_only=True)}
-    again = await ask(model, asked, prompt)
-    if again.response_metadata.get("finish_reason") == "length":
-        return None
-    return _read_calls(again, message_text(again), schemas, acting, whole=True)
 
 
 def _read_calls(
@@ -489,35 +460,14 @@ def named_unused(question: str, messages: list[BaseMessage], tools: list[BaseToo
     """
     if not on("named_unused"):
         return []
-    used = used_tools(messages)
-    return [name for name in asked_actions(question, tools) if name not in used]
-
-
-def used_tools(messages: list[BaseMessage]) -> set[str]:
-    """The tools the running turn has called so far."""
     start = turn_start(messages)
-    return {c["name"] for m in messages[start:] if isinstance(m, AIMessage) for c in m.tool_calls}
-
-
-def requested_actions(question: str, tools: list[BaseTool], messages: list[BaseMessage]) -> list[str]:
-    """The tools that act which the person's message, when it is a request, asks for and the turn has not run.
-
-    "What do my notes say?" names a note and asks for none: a message that ends in a question mark is
-    read as a question. "Find X, multiply it by 4, and save the result in a note." is a request, and one
-    answered in prose before its note was written is not done (``action_undone``).
-    """
-    if question.rstrip().endswith("?"):
-        return []
-    used = used_tools(messages)
-    return [name for name in asked_actions(question, tools) if name not in used]
-
-
-def asked_actions(question: str, tools: list[BaseTool]) -> list[str]:
-    """The tools that act which the person's question asks for in words (``cues.asked_for``)."""
+    used = {c["name"] for m in messages[start:] if isinstance(m, AIMessage) for c in m.tool_calls}
     return [
         tool.name
         for tool in tools
-        if acts(tool) and asked_for(tool, question, not (tool.metadata or {}).get("mcp"))
+        if tool.name not in used
+        and acts(tool)
+        and asked_for(tool, question, not (tool.metadata or {}).get("mcp"))
     ]
 
 

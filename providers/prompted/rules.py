@@ -170,7 +170,12 @@ RULES = (
         "'Who wrote the novel 1984?'; for 'what share of all checks has to fail together ...?' it ran "
         "calculate('100 / 80') and the person read 1.25",
         steers=True,
-        measured="",
+        measured=(
+            "bench/chains.py --split encore,heath,reed,sedge,sealed --only <its three tasks> [--without "
+            "figure_alone], 1.5B: 2026-12-07, it changes the offer of 3 tasks of all sets (never a task that "
+            "needs calculate); held out, pause-percent-note without history wrong -> right (calculate('100 / "
+            "3') noted as 33.3), with history right both; tuned (sedge): 2 tasks wrong -> right"
+        ),
     ),
     Rule(
         "passages_only",
@@ -284,19 +289,6 @@ RULES = (
         "the model wrote the step it meant as advice to the person",
         steers=True,
         measured=f"{STRICT}: 2026-12-04: strict 6 of 16 with and without; without it 2 answers showed a call",
-    ),
-    Rule(
-        "action_undone",
-        "a prose reply while the message, a request, asks in words for an offered tool that acts (a note, a "
-        "saved document, an MCP tool's action) that has not run in the turn",
-        "asks for the reply again under a grammar of calls only; the model still picks the calls",
-        'C1 {"action_undone"}',
-        "in threads with history the 1.5B answered 'find ... multiply it by 4, and save the result in a "
-        "note' by restating the request, and 'find the shortest interval ... and save it' with the steps "
-        "it would take, nothing looked up or saved; after a search, 'find which Docker version ... and write "
-        "it down in a note' was answered with the plan, and no note",
-        steers=True,
-        measured="",
     ),
     Rule(
         "repeat_once",

@@ -474,66 +474,6 @@ async def test_an_answer_that_says_which_tool_to_call_is_asked_for_that_call(
     assert len(llm.requests) == 1, "naming a tool in passing is an answer"
 
 
-async def test_a_requested_action_answered_in_prose_with_nothing_run_is_asked_for_as_calls(
-    llm, saver, workspace, thread, tmp_path, monkeypatch
-):
-    """With history the 1.5B restated "find ..., multiply it by 4, and save the result in a note"."""
-    monkeypatch.setenv("CALL_GRAMMAR", "true")
-    record = tmp_path / "runs.jsonl"
-    graph = build_graph(checkpointer=saver, tools=key_tools(record))
-    plan = "To do this, look up the key alpha and record its value in the ledger."
-    llm.push(
-        text_reply(plan),
-        calls(("lookup", {"key": "alpha"})),
-        calls(("record", {"value": "7341"})),
-        text_reply("Recorded 7341."),
-    )
-    shown = await streamed_text(
-        graph, "@agent Look up the key alpha and record its value.", thread, prompted(workspace)
-    )
-    assert [(r["tool"], r["args"]) for r in recorded(record)] == [
-        ("lookup", {"key": "alpha"}),
-        ("record", {"value": "7341"}),
-    ]
-    first, again = llm.requests[:2]
-    assert again["messages"] == first["messages"], "the same prompt: only the reply is asked again"
-    assert first["grammar"].splitlines()[0].endswith("| text"), "the first reply could be prose"
-    assert not again["grammar"].splitlines()[0].endswith("| text"), "the second is calls only"
-    assert plan not in shown, "the prose that was replaced never streamed"
-    values = (await graph.aget_state(thread)).values
-    [noted] = [
-        d
-        for d in decisions_of(values, "C1")
-        if isinstance(d["outcome"], dict) and "action_undone" in d["outcome"]
-    ]
-    assert noted["outcome"] == {"action_undone": ["record"]} and "which has not run" in noted["why"]
-    assert values["messages"][-1].content == "Recorded 7341."
-
-    llm.reset()  # after a round of results: the value found, the record not written, the answer prose
-    llm.push(
-        calls(("lookup", {"key": "beta"})),
-        text_reply("beta is 1002."),
-        calls(("record", {"value": "1002"})),
-        text_reply("Recorded 1002."),
-    )
-    out = await graph.ainvoke(
-        user_message("@agent Look up the key beta and record its value."), thread, context=prompted(workspace)
-    )
-    assert [r["args"] for r in recorded(record)][-2:] == [{"key": "beta"}, {"value": "1002"}]
-    assert llm.requests[2]["messages"] == llm.requests[1]["messages"], "the second round asked again"
-    assert out["messages"][-1].content == "Recorded 1002."
-
-    llm.reset()  # a question that names the action asks for none: its prose answer stands
-    llm.push(text_reply("Nothing has been recorded in this conversation yet."))
-    await graph.ainvoke(user_message("@agent What did I record before?"), thread, context=prompted(workspace))
-    assert len(llm.requests) == 1 and len(recorded(record)) == 4
-
-    llm.reset()  # an action that is not asked for: the prose answer stands too
-    llm.push(text_reply("alpha is a key of the ledger."))
-    await graph.ainvoke(user_message("@agent Tell me about alpha."), thread, context=prompted(workspace))
-    assert len(llm.requests) == 1
-
-
 async def test_document_context_before_the_question_brings_the_reminder_too(
     llm, saver, workspace, thread, tmp_path, monkeypatch
 ):
