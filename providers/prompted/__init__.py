@@ -493,8 +493,23 @@ def digest(
 
 
 def waiting_calls(messages: list[BaseMessage]) -> frozenset[str]:
-    """The tools of the calls the turn's last round left waiting for results (``_ready``); empty if none."""
+    """The tools of the calls the turn's last round left waiting for results (``_ready``); empty if none.
+
+    A call left waiting a second time exactly as it was written before is not waited for again: asked for
+    it under the grammar of calls only, the 1.5B wrote ``calculate('calculate((<result> / 10))')`` with the
+    same slot round after round until the turn's budget was spent (nine rounds, 350 s). The next reply is
+    then free to be the answer.
+    """
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     if last is None or isinstance(messages[-1], HumanMessage):
         return frozenset()
-    return frozenset(c["name"] or "" for c in last.invalid_tool_calls if WAITING in (c.get("error") or ""))
+    start = turn_start(messages)
+    waiting = [c for c in last.invalid_tool_calls if WAITING in (c.get("error") or "")]
+    before = {
+        (c["name"], c["args"])
+        for m in messages[start:]
+        if isinstance(m, AIMessage) and m is not last
+        for c in m.invalid_tool_calls
+        if WAITING in (c.get("error") or "")
+    }
+    return frozenset(c["name"] or "" for c in waiting if (c["name"], c["args"]) not in before)

@@ -250,7 +250,8 @@ RULES = (
     Rule(
         "held_writes",
         "a write call in the same reply as a lookup before it, or with a slot for a result not yet had",
-        "holds the write back as waiting; the next reply is calls of the waiting tools only (waiting_calls)",
+        "holds the write back as waiting; the next reply is calls of the waiting tools only, once: a call "
+        "left waiting again exactly as before is not waited for a second time (waiting_calls)",
         "the write's invalid call (HELD / SLOT)",
         "the note held the model's guess instead of the computed number. A guard, not a steer: G3 checks a "
         "write's figures against the turn's results, and a write in one list with its lookup has none yet "

@@ -377,20 +377,29 @@ async def test_a_document_delimiter_copied_into_a_prose_reply_is_never_streamed(
     assert "document_metadata" not in shown and "sourceDocument" not in shown
 
 
+async def with_a_slot(llm, saver, workspace, thread, record: Path, *replies: dict) -> dict:
+    """A turn whose first reply looks alpha up and records it with a slot, ``<lookup>``, for its value."""
+    graph = build_graph(checkpointer=saver, tools=key_tools(record))
+    llm.push(calls(("lookup", {"key": "alpha"}), ("record", {"value": "<lookup>"})), *replies)
+    return await graph.ainvoke(
+        user_message("@agent look up alpha, then record its value"), thread, context=prompted(workspace)
+    )
+
+
 async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_writes_it(
     llm, saver, workspace, thread, tmp_path, monkeypatch
 ):
     """The 1.5B writes both steps at once, the second with ``<lookup>`` for the value it does not have."""
     monkeypatch.setenv("CALL_GRAMMAR", "true")
     record = tmp_path / "runs.jsonl"
-    graph = build_graph(checkpointer=saver, tools=key_tools(record))
-    llm.push(
-        calls(("lookup", {"key": "alpha"}), ("record", {"value": "<lookup>"})),
+    out = await with_a_slot(
+        llm,
+        saver,
+        workspace,
+        thread,
+        record,
         calls(("record", {"value": "7341"})),
         text_reply("Recorded 7341."),
-    )
-    out = await graph.ainvoke(
-        user_message("@agent look up alpha, then record its value"), thread, context=prompted(workspace)
     )
     assert [(r["tool"], r["args"]) for r in recorded(record)] == [
         ("lookup", {"key": "alpha"}),
@@ -401,6 +410,21 @@ async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_
     assert not second.endswith("| text"), "the round after a waiting call is written as calls"
     assert "<lookup> stands where a value belongs" in llm.requests[1]["messages"][-1]["content"]
     assert out["messages"][-1].content == "Recorded 7341."
+
+
+async def test_a_call_written_with_the_same_slot_again_is_not_waited_for_a_second_time(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    """Held to calls only, the 1.5B wrote the same slot round after round until the budget was spent."""
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    record = tmp_path / "runs.jsonl"
+    again = calls(("record", {"value": "<lookup>"}))
+    out = await with_a_slot(llm, saver, workspace, thread, record, again, text_reply("alpha is 7341."))
+    assert [r["tool"] for r in recorded(record)] == ["lookup"]
+    _, second, third = (r["grammar"].splitlines()[0] for r in llm.requests)
+    assert not second.endswith("| text"), "the first time, the waiting call is asked for"
+    assert third.endswith("| text"), "written again as it was, it is not forced a second time"
+    assert out["messages"][-1].content == "alpha is 7341." and len(llm.requests) == 3
 
 
 async def test_a_call_that_changes_something_waits_for_the_lookups_written_before_it(
