@@ -82,17 +82,16 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 
 #: What asks for arithmetic: a number to compute with, an operation or aggregate named, or a figure asked
 #: for in a unit, which may be a conversion of the one the documents give.
-_OPERANDS = (
-    r"\d|\b(?:total|together|altogether|sum|average|percent|per|times|multiply|multiplied|divide|divided|"
-    r"add|subtract|minus|plus)\b"
+_OPERATION_WORDS = (
+    r"total|altogether|sum|average|percent|per|times|multiply|multiplied|divide|divided|add|subtract|"
+    r"minus|plus"
 )
+_OPERANDS = rf"\d|\b(?:together|{_OPERATION_WORDS})\b"
 #: Without ``figure_alone``'s reading, a number anywhere or "together" was a cue by itself. With it, these
 #: cue ``calculate`` only beside something that asks for a quantity or a count in time: "Who wrote the novel
 #: 1984?" and "what share of the checks has to fail together?" ask for none.
 _NAMED_OPERATION = re.compile(
-    r"[-+*/×^%]\s*\d|\d\s*[-+*/×^%x]|\b(?:total|altogether|sum|average|percent|per|times|multiply|"
-    r"multiplied|divide|divided|add|subtract|minus|plus|squared?|cubed?|root)\b",
-    re.IGNORECASE,
+    rf"[-+*/×^%]\s*\d|\d\s*[-+*/×^%x]|\b(?:{_OPERATION_WORDS}|squared?|cubed?|root)\b", re.IGNORECASE
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _QUANTITY_ASKED = re.compile(
