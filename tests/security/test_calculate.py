@@ -64,7 +64,7 @@ def test_unbounded_work_is_refused_before_it_is_done(expression, reason):
     started = time.perf_counter()
     with pytest.raises(CalculationRefused, match=reason):
         calculate(expression)
-    assert time.perf_counter() - started < 0.5
+    assert time.perf_counter() - started < 2  # refused on reading; done, the work would not end
     assert calculate("2 ** 64 * 3 - 1") == str(2**64 * 3 - 1) and calculate("(9**99) % 7") == str(9**99 % 7)
 
 

