@@ -18,6 +18,7 @@ from ..core.plan import assemble
 from ..core.prompts import ALREADY_RUN, CUT_CALL
 from ..core.state import AgentState, Decision, decision
 from ..providers.prompted import (
+    answered_tools,
     digest,
     named_unused,
     names_a_tool,
@@ -67,6 +68,11 @@ async def _offered_tools(
             "it asked again for results it already has",
             [decision("G1", "code", "tools withheld", why)],
         )
+    prompted = not ctx.native_tool_calling and on("no_args_once")
+    if prompted and answered_tools(tools, state["messages"]) >= {t.name for t in tools}:
+        names = ", ".join(t.name for t in tools)
+        why = f"{names} take no arguments and have answered in this turn: asked again, they say the same"
+        return tools, "its tools have answered", [decision("G1", "code", "tools withheld", why)]
     return tools, None, []
 
 
@@ -91,6 +97,8 @@ async def _prompted(
     """
     results_in = any(isinstance(m, ToolMessage) for m in request)
     named = named_unused(question, request, tools) if results_in and withheld is None else []
+    going_on = results_in and withheld is None
+    answered = answered_tools(tools, request) if going_on and on("no_args_once") else frozenset()
     turn = await prompted_turn(
         model,
         digest(request, more=withheld is None, named=named),
@@ -102,8 +110,9 @@ async def _prompted(
         calls_only=forced or waiting_calls(request),
         first_round=not results_in,
         given_with=given_with,
-        ran=ran_calls(request) if results_in and withheld is None else frozenset(),
+        ran=ran_calls(request) if going_on else frozenset(),
         still_named=tuple(named),
+        answered=answered,
     )
     under = ", under the call grammar" if turn.constrained else ""
     how = f"in JSON text (prompted tool calling{under})"
@@ -111,6 +120,12 @@ async def _prompted(
     if named:
         why = f"the question names {', '.join(named)}, not used in this turn yet: the results' digest says so"
         notes.append(decision("C1", "code", {"named_unused": named}, why))
+    if answered and turn.constrained:
+        why = (
+            f"{', '.join(sorted(answered))} took no arguments and answered in this turn: the grammar leaves "
+            "them out, so the reply is another tool's call or the answer"
+        )
+        notes.append(decision("C1", "code", {"answered": sorted(answered)}, why))
     if turn.left_out:
         why = (
             f"the catalog of {len(tools)} tools did not fit the window: the {len(turn.offered)} most "

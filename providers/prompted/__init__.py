@@ -58,6 +58,7 @@ from .streaming import ask
 
 __all__ = [
     "PromptedTurn",
+    "answered_tools",
     "digest",
     "names_a_tool",
     "parse_tool_calls",
@@ -112,6 +113,7 @@ async def prompted_turn(
     given_with: bool = False,
     ran: frozenset[str] = frozenset(),
     still_named: tuple[str, ...] = (),
+    answered: frozenset[str] = frozenset(),
 ) -> PromptedTurn:
     """One model call with the tools described in the prompt; every call in the reply becomes a tool call.
 
@@ -146,6 +148,9 @@ async def prompted_turn(
             ``still_named``.
         still_named: The offered tools the person's question names that no call of this turn has used yet
             (``named_unused``).
+        answered: Offered tools whose answer is in already and cannot change within the turn
+            (``answered_tools``). They stay in the catalog, so its prefix is still the one the server has
+            cached, but under the grammar no call of them can be written again.
 
     Returns:
         The reply with its calls (and ambiguous calls as invalid ones). A reply that names only tools that do
@@ -157,11 +162,12 @@ async def prompted_turn(
     offered, left_out = fit_tools(tools, query, room)
     schemas = {t.name: schema_of(t) for t in offered}
     options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
-    if grammar and (answer_only or not offered):
+    callable_ = [t for t in offered if t.name not in answered]
+    planned = [t for t in offered if t.name in calls_only] or callable_
+    if grammar and (answer_only or not planned):
         options["extra_body"] = {"grammar": TEXT_GRAMMAR}
-    elif grammar and offered:
+    elif grammar:
         options.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
-        planned = [t for t in offered if t.name in calls_only] or offered
         rules = call_grammar(planned, schemas, calls_only=bool(calls_only))
         options["extra_body"] = {"grammar": rules}
     reminding = first_round and not answer_only and offered and on("reminder")
@@ -182,8 +188,8 @@ async def prompted_turn(
         response = await ask(model, options, prompt)
     reopenings: list[float] = []
     text, constrained = message_text(response), "extra_body" in options
-    if constrained and not answer_only and on("reopen"):
-        text, reopenings = await _reopen(model, options, prompt, response, offered, schemas)
+    if constrained and not answer_only and planned and on("reopen"):
+        text, reopenings = await _reopen(model, options, prompt, response, planned, schemas)
     if constrained:  # the tokens' probabilities were asked for this decision only; the thread keeps none
         meta = {k: v for k, v in response.response_metadata.items() if k != "logprobs"}
         response = response.model_copy(update={"response_metadata": meta})
@@ -209,10 +215,11 @@ async def prompted_turn(
         text_only = {"extra_body": {"grammar": TEXT_GRAMMAR}} if constrained else {}
         plain = await ask(model, text_only, request, show_text=constrained)
         return replace(turn, message=plain, retried=True)
-    named = described_calls(text, offered) if constrained and not calls_only and on("described_call") else []
+    asking = constrained and planned and not calls_only and on("described_call")
+    named = described_calls(text, callable_) if asking else []
     if named:  # "you need to call the `calculate` function with 3 * 4817": asked for that call itself
         asked = {k: v for k, v in options.items() if k not in ("logprobs", "top_logprobs")}
-        asked["extra_body"] = {"grammar": call_grammar(offered, schemas, calls_only=True)}
+        asked["extra_body"] = {"grammar": call_grammar(callable_, schemas, calls_only=True)}
         again = await ask(model, asked, prompt)
         found = _read_calls(again, message_text(again), schemas, acting, whole=True)
         if found is not None and again.response_metadata.get("finish_reason") != "length":
@@ -298,6 +305,23 @@ async def _reopen(
         prefix = head
         chances.append(more)
     return text, chances
+
+
+def answered_tools(tools: list[BaseTool], messages: list[BaseMessage]) -> frozenset[str]:
+    """The read-only tools without arguments that have already answered in the running turn.
+
+    Such a tool says the same thing each time it is asked within a turn (the date, the documents' list), so a
+    second call of it can only cost a round. Under the grammar they are not offered again (``prompted_turn``'s
+    ``answered``); when they are all the turn has, the model is asked for its answer (``call_model``).
+    """
+    ran = ran_calls(messages)
+    return frozenset(
+        t.name
+        for t in tools
+        if not acts(t)
+        and not schema_of(t).get("properties")
+        and call_key({"name": t.name, "args": {}}) in ran
+    )
 
 
 def ran_calls(messages: list[BaseMessage]) -> frozenset[str]:

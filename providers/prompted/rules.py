@@ -320,6 +320,18 @@ RULES = (
         ),
     ),
     Rule(
+        "no_args_once",
+        "a read-only tool that takes no arguments has answered in this turn (current_datetime, "
+        "list_documents)",
+        "leaves it out of the call grammar from then on; when the turn has no other tool, withholds the "
+        "tools so the next reply is the answer (answered_tools)",
+        'C1 {"answered"}, or G1 "tools withheld"',
+        "the 1.5B called current_datetime again after its result in most turns that needed it once: a "
+        "second round to be told the same date",
+        steers=True,
+        measured="",
+    ),
+    Rule(
         "answer_after_repeats",
         "a round of calls that all repeated calls already answered, failed ones included (approve)",
         "withholds the tools: the next reply is the answer (call_model._offered_tools)",

@@ -298,6 +298,74 @@ async def test_a_call_cut_off_by_the_token_limit_reaches_the_person_as_words_not
     assert "cut off" in withheld["why"]
 
 
+def clock_tools(record: Path) -> list[BaseTool]:
+    """``today`` and ``ring`` take none: ``today`` only reads (as ``current_datetime``), ``ring`` acts."""
+
+    def today() -> str:
+        """Today's date."""
+        with record.open("a") as f:
+            f.write(json.dumps({"tool": "today", "args": {}}) + "\n")
+        return "2026-12-07 (Monday)"
+
+    def ring() -> str:
+        """Ring the office bell."""
+        with record.open("a") as f:
+            f.write(json.dumps({"tool": "ring", "args": {}}) + "\n")
+        return "rang"
+
+    return [
+        StructuredTool.from_function(today, metadata={"readOnlyHint": True}),
+        StructuredTool.from_function(ring),
+        *key_tools(record),
+    ]
+
+
+async def test_a_tool_without_arguments_that_answered_is_not_offered_again_in_the_turn(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    """The 1.5B called ``current_datetime`` a second time after its result: a round to hear the same date.
+
+    A read-only tool that takes no arguments answers the same within a turn, so once it has, the grammar
+    leaves it out; a tool without arguments that acts (ringing twice is two rings) and tools with arguments
+    stay. When the turn has no other tool, the next reply is the answer.
+    """
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=clock_tools(record))
+    llm.push(
+        calls(("ring", {}), ("today", {})),  # a write after a lookup would wait for it (held_writes)
+        calls(("lookup", {"key": "alpha"})),
+        text_reply("It is Monday; alpha is 7341."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent ring the bell, then tell me the day and alpha"),
+        thread,
+        context=prompted(workspace),
+    )
+    first, second, third = (r["grammar"] for r in llm.requests)
+    assert "call-today" in first and "call-today" not in second and "call-today" not in third
+    assert "call-ring" in second and "call-lookup" in second and second.splitlines()[0].endswith("| text")
+    assert "today" in llm.requests[1]["messages"][0]["content"], "still in the catalog: the cached prefix"
+    assert sorted(r["tool"] for r in recorded(record)[:2]) == ["ring", "today"]
+    assert recorded(record)[2]["tool"] == "lookup"
+    [left_out] = [
+        d for d in decisions_of(out, "C1") if isinstance(d["outcome"], dict) and "answered" in d["outcome"]
+    ][:1]
+    assert left_out["outcome"] == {"answered": ["today"]} and "no arguments" in left_out["why"]
+    assert out["messages"][-1].content == "It is Monday; alpha is 7341."
+
+    llm.reset()  # offered only the tool that has answered: the next reply is the answer, one round sooner
+    llm.push(calls(("today", {})), text_reply("Today is Monday."))
+    out = await graph.ainvoke(
+        user_message("@agent what day is it?"), thread, context=prompted(workspace, tools=["today"])
+    )
+    assert len(llm.requests) == 2 and llm.requests[1]["grammar"].startswith("root ::= text\n")
+    assert "No more tools can be used" in llm.requests[1]["messages"][-1]["content"]
+    [withheld] = [d for d in decisions_of(out, "G1") if d["outcome"] == "tools withheld"]
+    assert "take no arguments and have answered" in withheld["why"]
+    assert out["messages"][-1].content == "Today is Monday."
+
+
 async def test_a_spent_budget_asks_for_text_under_a_grammar_that_admits_no_call(
     llm, saver, workspace, thread, tmp_path, monkeypatch
 ):
