@@ -68,8 +68,9 @@ async def _offered_tools(
             "it asked again for results it already has",
             [decision("G1", "code", "tools withheld", why)],
         )
+    messages: list[BaseMessage] = list(state["messages"])
     prompted = not ctx.native_tool_calling and on("no_args_once")
-    if prompted and answered_tools(tools, state["messages"]) >= {t.name for t in tools}:
+    if prompted and answered_tools(tools, messages) >= {t.name for t in tools}:
         names = ", ".join(t.name for t in tools)
         why = f"{names} take no arguments and have answered in this turn: asked again, they say the same"
         return tools, "its tools have answered", [decision("G1", "code", "tools withheld", why)]
