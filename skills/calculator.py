@@ -82,14 +82,12 @@ def _evaluate(node: ast.AST, names: dict[str, float], depth: int = 0) -> float:
 def _run(tree: ast.Module) -> float:
     """The value of the last line, after each line before it gave one figure a name (``monthly = 12``).
 
-    Lines are separated by newlines or semicolons (``width = 3; height = 4; width * height``). A name lets a
-    small code model write down which of "12 EUR a month, 120 a year" it means before it computes, where
-    inside ``49 - 120`` nothing says (``rules.named_figures`` measures whether that pays). Names hold
+    Lines are separated by newlines or semicolons (``width = 3; height = 4; width * height``). Figures named
+    first are what a small code model writes best: it reads "12 EUR a month, 120 a year" into
+    ``monthly = 12`` more reliably than it picks the right one of the two inside ``49 - 120``. Names hold
     numbers only, and only what lines before them gave.
     """
-    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
-        raise CalculationRefused("the last line is the expression to compute")
-    *lines, last = tree.body
+    *lines, last = tree.body or [None]
     names: dict[str, float] = {}
     for line in lines:
         if not (
@@ -97,7 +95,8 @@ def _run(tree: ast.Module) -> float:
         ):
             raise CalculationRefused("each line before the last gives one figure a name: name = expression")
         names[line.targets[0].id] = _evaluate(line.value, names)
-    assert isinstance(last, ast.Expr)
+    if not isinstance(last, ast.Expr):
+        raise CalculationRefused("the last line is the expression to compute")
     return _evaluate(last.value, names)
 
 
