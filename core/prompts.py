@@ -57,13 +57,6 @@ CATALOG_INSTRUCTIONS = (
     "no tool helps, answer the user in plain text."
 )
 
-#: Added to ``calculate``'s catalog line (rule ``named_figures``, measured there): a code model may read
-#: "12 EUR a month, 120 a year" better when it writes the figure it means down under a name.
-NAMED_FIGURES = (
-    "Name each figure taken from the question or the documents first: "
-    '"width = 3; height = 4; width * height".'
-)
-
 #: Said again after the user's message when earlier exchanges stand between it and the catalog.
 REMINDER = (
     "\n\n(If a tool is needed for this, reply with only the JSON list of calls; otherwise answer directly.)"

@@ -16,7 +16,6 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from ..checkpoints.chatlog import NoteKey, Records
 from ..checkpoints.chunks import DocumentStore
 from ..core.context import document_scope
-from ..core.prompts import NAMED_FIGURES
 from .calculator import calculate
 from .document_tools import document_tools
 from .workers import workers
@@ -61,12 +60,7 @@ def builtin_tools(
     return [
         StructuredTool.from_function(current_datetime),
         # Bounded arithmetic, in a worker process all the same: tool_timeout can then stop it for real.
-        StructuredTool.from_function(
-            func=calculate,
-            coroutine=calculate_in_worker,
-            name="calculate",
-            metadata={"catalog_hint": NAMED_FIGURES},
-        ),
+        StructuredTool.from_function(func=calculate, coroutine=calculate_in_worker, name="calculate"),
         StructuredTool.from_function(coroutine=save_note, name="save_note"),
         *document_tools(document_scope(user_id, workspace), documents),
     ]

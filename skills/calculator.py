@@ -57,47 +57,24 @@ def _price(op: ast.operator, left: float, right: float) -> None:
             raise _too_big(bits)
 
 
-def _evaluate(node: ast.AST, names: dict[str, float], depth: int = 0) -> float:
+def _evaluate(node: ast.AST, depth: int = 0) -> float:
     if depth > MAX_DEPTH:
         raise CalculationRefused(f"the expression is nested more than {MAX_DEPTH} levels deep")
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body, depth + 1)
     if (
         isinstance(node, ast.Constant)
         and isinstance(node.value, int | float)
         and type(node.value) is not bool
     ):
         return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in names:
-            raise CalculationRefused(f"{node.id!r} is not given a value before it is used")
-        return names[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _evaluate(node.left, names, depth + 1), _evaluate(node.right, names, depth + 1)
+        left, right = _evaluate(node.left, depth + 1), _evaluate(node.right, depth + 1)
         _price(node.op, left, right)
         return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_evaluate(node.operand, names, depth + 1))
+        return _UNARY[type(node.op)](_evaluate(node.operand, depth + 1))
     raise CalculationRefused(f"unsupported expression element: {ast.dump(node)[:40]}")
-
-
-def _run(tree: ast.Module) -> float:
-    """The value of the last line, after each line before it gave one figure a name (``monthly = 12``).
-
-    Lines are separated by newlines or semicolons (``width = 3; height = 4; width * height``). Figures named
-    first are what a small code model writes best: it reads "12 EUR a month, 120 a year" into
-    ``monthly = 12`` more reliably than it picks the right one of the two inside ``49 - 120``. Names hold
-    numbers only, and only what lines before them gave.
-    """
-    *lines, last = tree.body or [None]
-    names: dict[str, float] = {}
-    for line in lines:
-        if not (
-            isinstance(line, ast.Assign) and len(line.targets) == 1 and isinstance(line.targets[0], ast.Name)
-        ):
-            raise CalculationRefused("each line before the last gives one figure a name: name = expression")
-        names[line.targets[0].id] = _evaluate(line.value, names)
-    if not isinstance(last, ast.Expr):
-        raise CalculationRefused("the last line is the expression to compute")
-    return _evaluate(last.value, names)
 
 
 def calculate(expression: str) -> str:
@@ -107,10 +84,10 @@ def calculate(expression: str) -> str:
             f"the expression has {len(expression)} characters; the limit is {MAX_EXPRESSION_CHARS}"
         )
     try:
-        tree = ast.parse(expression.strip(), mode="exec")
+        tree = ast.parse(expression.strip(), mode="eval")
     except (SyntaxError, MemoryError, RecursionError) as exc:
         raise CalculationRefused(f"not an arithmetic expression: {exc}") from exc
-    return written(_run(tree))
+    return written(_evaluate(tree))
 
 
 def written(value: float) -> str:

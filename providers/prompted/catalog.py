@@ -21,7 +21,6 @@ from ...core.context import READ_ONLY_BUILTINS
 from ...core.conversation import message_text, turn_question, turn_start
 from ...core.prompts import CATALOG_INSTRUCTIONS, REMINDER
 from ..tokens import count
-from .rules import on
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SLOT = re.compile(r"<([A-Za-z_]\w*)>")
@@ -112,8 +111,7 @@ def describe(tool: BaseTool) -> str:
     defs = schema.get("$defs", schema.get("definitions", {}))
     props = {k: _resolve(v, defs) for k, v in (schema.get("properties") or {}).items()}
     required = [k for k in schema.get("required", []) if k in props]
-    hint = (tool.metadata or {}).get("catalog_hint") if on("named_figures") else None
-    lines = [f"- {tool.name}: {' '.join(str(tool.description or '').split())}" + (f" {hint}" if hint else "")]
+    lines = [f"- {tool.name}: {' '.join(str(tool.description or '').split())}"]
     lines += [f"  {_argument(k, v, k in required, defs)}" for k, v in props.items()] or ["  (no arguments)"]
     example = ", ".join(f"{json.dumps(k)}: {_placeholder(k, props[k], defs)}" for k in required)
     lines.append(f'  example: [{{"name": {json.dumps(tool.name)}, "arguments": {{{example}}}}}]')

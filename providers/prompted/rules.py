@@ -320,33 +320,16 @@ RULES = (
         ),
     ),
     Rule(
-        "named_figures",
-        "calculate described in the catalog",
-        "its line asks for each figure taken from the question or the documents to be named first "
-        "(``monthly = 12; months = 7; monthly * months``), which calculate evaluates (catalog.describe)",
-        "none (the prompt's text)",
-        "the 1.5B, a code model, picked the wrong one of two figures inside one expression: 49 - 120 for "
-        "the difference of two monthly prices, one of them 12 a month or 120 a year",
-        steers=True,
-        measured="",
-    ),
-    Rule(
         "no_args_once",
         "a read-only tool that takes no arguments has answered in this turn (current_datetime, "
         "list_documents)",
         "leaves it out of the call grammar from then on; when the turn has no other tool, withholds the "
         "tools so the next reply is the answer (answered_tools)",
         'C1 {"answered"}, or G1 "tools withheld"',
-        "the 1.5B called current_datetime again after its result in every one of 14 date questions of "
-        "earlier sets: a second round to be told the same date",
+        "the 1.5B called current_datetime again after its result in most turns that needed it once: a "
+        "second round to be told the same date",
         steers=True,
-        measured=(
-            "bench/chains.py --split single,brief,nudge,plumb,sprig,moss,reed,sedge,bramble,quarry,ledger,"
-            "morrow --only <their 14 date questions and 10 two-step date tasks> [--without no_args_once], "
-            "1.5B, never tuned on: 2026-12-07, strict 23 of 24 both; the date questions 2 -> 1 round each "
-            "(14 of 14), median 24.5 -> 15.1 s (0.95x -> 0.57x the one-call baseline); two-step tasks "
-            "unchanged (2.4 rounds, the same calls)"
-        ),
+        measured="",
     ),
     Rule(
         "answer_after_repeats",

@@ -16,7 +16,6 @@ from workspace_agent.core.prompts import (
     ALREADY_RUN,
     ASK_NEXT_STEP,
     HELD,
-    NAMED_FIGURES,
     NAMED_UNUSED,
     PASSAGE_GIVEN,
     REPEATED,
@@ -34,7 +33,7 @@ from workspace_agent.providers.prompted.catalog import (
     placeholders,
     with_catalog,
 )
-from workspace_agent.skills.builtin import builtin_tools, calculate
+from workspace_agent.skills.builtin import calculate
 
 NAMES = {"calculate", "current_datetime"}
 WEATHER = {"get_current_weather": ("location", "unit")}
@@ -231,14 +230,6 @@ def test_json_schema_tools_and_pydantic_tools_are_described_alike():
     assert isinstance(mcp_like.tool_call_schema, dict)
     assert describe(mcp_like) == describe(pydantic_tool)
     assert "expression (string, required)" in describe(mcp_like)
-
-
-def test_the_calculate_line_asks_for_figures_named_first_unless_the_rule_is_off(monkeypatch):
-    [tool] = [t for t in builtin_tools("ws", "u", records=None) if t.name == "calculate"]  # type: ignore[arg-type]
-    assert describe(tool).splitlines()[0].endswith(NAMED_FIGURES)
-    assert NAMED_FIGURES not in tool.description, "the description C0 and native calls read stays as it was"
-    monkeypatch.setattr(rules, "off", {"named_figures"})
-    assert NAMED_FIGURES not in describe(tool)
 
 
 def test_with_catalog_appends_to_the_system_prompt():
