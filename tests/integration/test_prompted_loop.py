@@ -23,19 +23,23 @@ from workspace_agent.samples.scripted_model import text_reply
 VALUES = {"alpha": "7341", "beta": "1002"}
 
 
+def ran(record: Path, tool: str, args: dict) -> None:
+    """Write down a tool's run, as ``tests.support.tools.recorded`` reads it."""
+    with record.open("a") as f:
+        f.write(json.dumps({"tool": tool, "args": args}) + "\n")
+
+
 def key_tools(record: Path) -> list[BaseTool]:
     """``lookup`` finds a key's value; ``record`` keeps a value: the second needs the first's result."""
 
     def lookup(key: str) -> str:
         """Look up the value stored under a key."""
-        with record.open("a") as f:
-            f.write(json.dumps({"tool": "lookup", "args": {"key": key}}) + "\n")
+        ran(record, "lookup", {"key": key})
         return f"{key} = {VALUES.get(key, 'unknown')}"
 
     def record_value(value: str) -> str:
         """Record a value in the ledger."""
-        with record.open("a") as f:
-            f.write(json.dumps({"tool": "record", "args": {"value": value}}) + "\n")
+        ran(record, "record", {"value": value})
         return f"recorded {value}"
 
     return [StructuredTool.from_function(lookup), StructuredTool.from_function(record_value, name="record")]
@@ -299,18 +303,16 @@ async def test_a_call_cut_off_by_the_token_limit_reaches_the_person_as_words_not
 
 
 def clock_tools(record: Path) -> list[BaseTool]:
-    """``today`` and ``ring`` take none: ``today`` only reads (as ``current_datetime``), ``ring`` acts."""
+    """``today`` and ``ring`` take no arguments; ``today`` only reads, as ``current_datetime``."""
 
     def today() -> str:
         """Today's date."""
-        with record.open("a") as f:
-            f.write(json.dumps({"tool": "today", "args": {}}) + "\n")
+        ran(record, "today", {})
         return "2026-12-07 (Monday)"
 
     def ring() -> str:
         """Ring the office bell."""
-        with record.open("a") as f:
-            f.write(json.dumps({"tool": "ring", "args": {}}) + "\n")
+        ran(record, "ring", {})
         return "rang"
 
     return [
