@@ -1192,12 +1192,55 @@ SEDGE = [
     Task("novel-1984", "none", "@agent Who wrote the novel 1984?", mentions("Orwell"), "George Orwell",
          set()),
 ]  # fmt: skip
+#: Written in stop 53 before any change it measures, and run untouched first, with and without
+#: ``--history``: eight two-step tasks (one per kind, and a sum of two facts) and eight of one step or none,
+#: in wordings no earlier set used.
+FERN = [
+    Task("servers-x4-checks", "documents>calculate",
+         "@agent If I run Lanternfish on 4 servers of the stated minimum size, how many checks can they "
+         "handle in all?", says(800), "800 (4 x 200)", {4, 200, 800, 1, 512}),
+    Task("team-plus-business-yearly", "documents>calculate",
+         "@agent What do the Lanternfish Team and Business plans cost together for one year, paid yearly?",
+         says(610), "610 EUR (120 + 490)", {120, 490, 610, 1}),
+    Task("reset-seconds", "documents>calculate",
+         "@agent For how many seconds does the Lanternfish password reset link stay valid?", says(900),
+         "900 (15 x 60)", {15, 60, 900}),
+    Task("product-note-23", "calculate>note", "@agent Note down what 17 times 23 is.", note_says(391),
+         "a note with 391", {17, 23, 391}),
+    Task("year-40-ago", "datetime>calculate", "@agent Which year was it 40 years ago?",
+         says(lambda o: {y - 40 for y in this_year(o)}), "this year - 40",
+         lambda o: clock_figures(o) | {40.0} | {y - 40 for y in this_year(o)}),
+    Task("weekday-in-note", "datetime>note", "@agent Put today's weekday in a note.", note_with_weekday,
+         "a note with today's weekday", clock_figures),
+    Task("retention-note", "documents>note",
+         "@agent Find out how long Lanternfish keeps check results and note it down.", note_says(90),
+         "a note with 90 days", {90}),
+    Task("minus-then-halve", "calculate>calculate", "@agent Take 1000, subtract 280, then halve what is left.",
+         says(360), "360", {1000, 280, 720, 360, 2}),
+]  # fmt: skip
+#: One step or none, written with ``fern`` and run untouched first.
+FROND = [
+    Task("power-of-two", "calculate", "@agent What is 2 to the power of 10?", says(1024), "1024",
+         {2, 10, 1024}),
+    Task("minus-1875", "calculate", "@agent What's 4500 minus 1875?", says(2625), "2625", {4500, 1875, 2625}),
+    Task("which-month", "datetime", "@agent Tell me which month we are in.", month_named, "this month",
+         clock_figures),
+    Task("which-year", "datetime", "@agent What year is it?", says(this_year), "this year", clock_figures),
+    Task("check-interval", "documents", "@agent How often can a Lanternfish check run at the most?", says(30),
+         "every 30 seconds", {30, 1, 5}),
+    Task("docker-version", "documents", "@agent What Docker version does Lanternfish need?", says(24),
+         "Docker 24 or newer", {24, 3.11, 3}),
+    Task("water-boils-celsius", "none", "@agent At what temperature in Celsius does water boil?", says(100),
+         "100", {100}),
+    Task("four-seasons", "none", "@agent Who composed The Four Seasons?", mentions("Vivaldi"),
+         "Antonio Vivaldi", set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
          "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS,
-         "fen": FEN, "heath": HEATH, "reed": REED, "sedge": SEDGE}  # fmt: skip
+         "fen": FEN, "heath": HEATH, "reed": REED, "sedge": SEDGE, "fern": FERN, "frond": FROND}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
