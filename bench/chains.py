@@ -1215,8 +1215,9 @@ FERN = [
     Task("retention-note", "documents>note",
          "@agent Find out how long Lanternfish keeps check results and note it down.", note_says(90),
          "a note with 90 days", {90}),
-    Task("minus-then-halve", "calculate>calculate", "@agent Take 1000, subtract 280, then halve what is left.",
-         says(360), "360", {1000, 280, 720, 360, 2}),
+    Task("minus-then-halve", "calculate>calculate",
+         "@agent Take 1000, subtract 280, then halve what is left.", says(360), "360",
+         {1000, 280, 720, 360, 2}),
 ]  # fmt: skip
 #: One step or none, written with ``fern`` and run untouched first.
 FROND = [
