@@ -26,6 +26,7 @@ from ..providers.prompted import (
     ran_calls,
     waiting_calls,
     withheld_call,
+    wrote_last,
 )
 from ..providers.prompted.rules import on
 from ..providers.prompted.streaming import progress, reply_kind
@@ -74,6 +75,14 @@ async def _offered_tools(
         names = ", ".join(t.name for t in tools)
         why = f"{names} take no arguments and have answered in this turn: asked again, they say the same"
         return tools, "its tools have answered", [decision("G1", "code", "tools withheld", why)]
+    question = turn_asked(messages)
+    wrote = wrote_last(messages, tools, question) if not ctx.native_tool_calling and on("write_ends") else []
+    if wrote and not named_unused(question, messages, tools):
+        why = (
+            f"{', '.join(wrote)} ran and succeeded in the last round, and the question asks for no other "
+            "action: the write was the last step, so the next reply is the answer"
+        )
+        return tools, "the write it asked for is done", [decision("G1", "code", "tools withheld", why)]
     return tools, None, []
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from itertools import takewhile
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -159,7 +160,7 @@ async def prompted_turn(
     """
     query = message_text(question) if (question := turn_question(request)) else ""
     room = window - (max_tokens or 0) - count_messages(request) - FRAME if window else None
-    offered, left_out = fit_tools(tools, query, room)
+    offered, left_out = fit_tools(tools, query, room, grammar)
     schemas = {t.name: schema_of(t) for t in offered}
     options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
     callable_ = [t for t in offered if t.name not in answered]
@@ -173,7 +174,7 @@ async def prompted_turn(
     reminding = first_round and not answer_only and offered and on("reminder")
     reminded = with_reminder(request, given_with) if reminding else request
     # No tool offered (C0 chose none): no catalog either, and the grammar admits text only
-    prompt = with_catalog(reminded, offered) if offered else reminded
+    prompt = with_catalog(reminded, offered, grammar) if offered else reminded
     refused = None
     try:
         response = await ask(model, options, prompt, show_text="extra_body" in options)
@@ -185,6 +186,7 @@ async def prompted_turn(
         for key in ("extra_body", "logprobs", "top_logprobs"):
             options.pop(key, None)
         refused = " ".join(str(exc).split())[:300]
+        prompt = with_catalog(reminded, offered) if offered else reminded  # said in full: nothing holds it
         response = await ask(model, options, prompt)
     reopenings: list[float] = []
     text, constrained = message_text(response), "extra_body" in options
@@ -322,6 +324,30 @@ def answered_tools(tools: list[BaseTool], messages: list[BaseMessage]) -> frozen
         and not schema_of(t).get("properties")
         and call_key({"name": t.name, "args": {}}) in ran
     )
+
+
+def wrote_last(messages: list[BaseMessage], tools: list[BaseTool], question: str) -> list[str]:
+    """The actions the question asks for that the last round ran, if it came after results and all succeeded.
+
+    A write made from results is the last step of what a person asks in one turn ("find it, work it out
+    and save it in a note"): the 1.5B, after such a note was saved, wrote the same ``save_note`` again in
+    most note tasks, a round to be told it had already run. A write in the turn's first round may come
+    before what was asked next ("ring the bell, then tell me the day"), so it ends nothing. Empty too when a
+    call of the round failed, was refused, repeated an earlier one or waits for results (the model still
+    has something to decide), and when nothing the question asks for acted: a tool is taken to act unless
+    it says it only reads, so an MCP lookup without that hint must not end a chain.
+    """
+    results = list(takewhile(lambda m: isinstance(m, ToolMessage), reversed(messages)))
+    at = len(messages) - len(results) - 1
+    calls = messages[at] if results and at >= 0 else None
+    if not isinstance(calls, AIMessage) or calls.invalid_tool_calls:
+        return []
+    if not any(isinstance(m, ToolMessage) for m in messages[turn_start(messages) : at]):
+        return []  # the turn's first round
+    if any(r.status == "error" or message_text(r).endswith(ALREADY_RUN) for r in results):
+        return []
+    asked = {t.name for t in tools if acts(t) and asked_for(t, question, not (t.metadata or {}).get("mcp"))}
+    return list(dict.fromkeys(c["name"] for c in calls.tool_calls if c["name"] in asked))
 
 
 def ran_calls(messages: list[BaseMessage]) -> frozenset[str]:

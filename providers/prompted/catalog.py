@@ -19,8 +19,9 @@ from pydantic import BaseModel
 
 from ...core.context import READ_ONLY_BUILTINS
 from ...core.conversation import message_text, turn_question, turn_start
-from ...core.prompts import CATALOG_INSTRUCTIONS, REMINDER
+from ...core.prompts import CATALOG_CALLS, CATALOG_INSTRUCTIONS, CATALOG_TEXT, REMINDER
 from ..tokens import count
+from .rules import on
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SLOT = re.compile(r"<([A-Za-z_]\w*)>")
@@ -105,31 +106,41 @@ def _placeholder(name: str, spec: dict[str, Any], defs: dict[str, Any]) -> str:
     return "{...}" if kind == "object" else f"<{name}>"  # numbers and booleans are written bare
 
 
-def describe(tool: BaseTool) -> str:
-    """One tool as the catalog shows it: purpose, each argument, and an example call of it."""
+def describe(tool: BaseTool, example: bool = True) -> str:
+    """One tool as the catalog shows it: purpose, each argument, and an example call of it (``example``)."""
     schema = schema_of(tool)
     defs = schema.get("$defs", schema.get("definitions", {}))
     props = {k: _resolve(v, defs) for k, v in (schema.get("properties") or {}).items()}
     required = [k for k in schema.get("required", []) if k in props]
     lines = [f"- {tool.name}: {' '.join(str(tool.description or '').split())}"]
     lines += [f"  {_argument(k, v, k in required, defs)}" for k, v in props.items()] or ["  (no arguments)"]
-    example = ", ".join(f"{json.dumps(k)}: {_placeholder(k, props[k], defs)}" for k in required)
-    lines.append(f'  example: [{{"name": {json.dumps(tool.name)}, "arguments": {{{example}}}}}]')
+    if example:
+        written = ", ".join(f"{json.dumps(k)}: {_placeholder(k, props[k], defs)}" for k in required)
+        lines.append(f'  example: [{{"name": {json.dumps(tool.name)}, "arguments": {{{written}}}}}]')
     return "\n".join(lines)
 
 
-def catalog(tools: list[BaseTool]) -> str:
-    """The instructions and every tool, as appended to the system prompt."""
-    return CATALOG_INSTRUCTIONS + "\n\nTools:\n" + "\n".join(describe(t) for t in tools)
+def catalog(tools: list[BaseTool], grammar: bool = False) -> str:
+    """The instructions and every tool, as appended to the system prompt.
+
+    Under the call grammar (``grammar``) the catalog leaves out what the grammar already holds a call to:
+    every required argument given, each value in its type, the call's shape (the tools' example lines). A
+    short question's prompt was more than a third catalog, most of it these (``grammar_said``).
+    """
+    said = grammar and on("grammar_said")
+    rules = CATALOG_CALLS + CATALOG_TEXT if said else CATALOG_INSTRUCTIONS
+    return rules + "\n\nTools:\n" + "\n".join(describe(t, example=not said) for t in tools)
 
 
-def fit_tools(tools: list[BaseTool], query: str, budget: int | None) -> tuple[list[BaseTool], list[str]]:
+def fit_tools(
+    tools: list[BaseTool], query: str, budget: int | None, grammar: bool = False
+) -> tuple[list[BaseTool], list[str]]:
     """The tools whose catalog fits ``budget`` tokens: all if they fit, else the most relevant to ``query``.
 
     Relevance is the share of a tool's name and description words found in the message, so the cut needs no
     model call; the tools keep their order. Returns the kept tools and the names of those left out.
     """
-    if budget is None or count(catalog(tools)) <= budget:
+    if budget is None or count(catalog(tools, grammar)) <= budget:
         return tools, []
     asked = set(_WORD.findall(query.lower()))
 
@@ -139,9 +150,10 @@ def fit_tools(tools: list[BaseTool], query: str, budget: int | None) -> tuple[li
 
     ranked = sorted(tools, key=relevance, reverse=True)
     kept: list[BaseTool] = []
-    used = count(CATALOG_INSTRUCTIONS) + 4
+    said = grammar and on("grammar_said")
+    used = count(CATALOG_CALLS + CATALOG_TEXT if said else CATALOG_INSTRUCTIONS) + 4
     for tool in ranked:
-        size = count(describe(tool)) + 1
+        size = count(describe(tool, example=not said)) + 1
         if used + size <= budget or not kept:
             kept.append(tool)
             used += size
@@ -175,11 +187,13 @@ def coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def with_catalog(messages: list[BaseMessage], tools: list[BaseTool]) -> list[BaseMessage]:
-    """The request with the tool catalog appended to the system prompt."""
+def with_catalog(
+    messages: list[BaseMessage], tools: list[BaseTool], grammar: bool = False
+) -> list[BaseMessage]:
+    """The request with the tool catalog appended to the system prompt (``catalog``: ``grammar``)."""
     if messages and isinstance(messages[0], SystemMessage):
-        return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools)), *messages[1:]]
-    return [SystemMessage(catalog(tools)), *messages]
+        return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools, grammar)), *messages[1:]]
+    return [SystemMessage(catalog(tools, grammar)), *messages]
 
 
 def with_reminder(messages: list[BaseMessage], given_with: bool = False) -> list[BaseMessage]:

@@ -53,6 +53,17 @@ RULES = (
         steers=False,
     ),
     Rule(
+        "grammar_said",
+        "a prompted call under the call grammar",
+        "leaves out of the catalog what the grammar holds a call to: how arguments are written, and each "
+        "tool's example call (catalog.catalog)",
+        "none (the catalog's text)",
+        "the catalog was 37 % of a one-step question's prompt, over a third of it saying what the grammar "
+        "enforces anyway",
+        steers=True,
+        measured="",
+    ),
+    Rule(
         "call_grammar",
         "a reply under a llama.cpp endpoint",
         "constrains it to plain text or well-formed calls of the offered tools (call_grammar)",
@@ -336,6 +347,17 @@ RULES = (
             "(14 of 14), median 24.5 -> 15.1 s (0.95x -> 0.57x the one-call baseline); two-step tasks "
             "unchanged (2.4 rounds, the same calls)"
         ),
+    ),
+    Rule(
+        "write_ends",
+        "a round after results whose calls all succeeded and include a write, and the question asks for no "
+        "action that has not run (wrote_last, named_unused)",
+        "withholds the tools: the next reply is the answer (call_model._offered_tools)",
+        'G1 "tools withheld"',
+        "after a note made from a result was saved, the 1.5B wrote the same save_note again in most note "
+        "tasks: a round to be told it had run",
+        steers=True,
+        measured="",
     ),
     Rule(
         "answer_after_repeats",

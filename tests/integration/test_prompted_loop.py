@@ -16,7 +16,7 @@ from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.core.context import Context
-from workspace_agent.core.prompts import ASK_NEXT_STEP, NAMED_UNUSED, REMINDER, REPEATED
+from workspace_agent.core.prompts import ASK_ANSWER, ASK_NEXT_STEP, NAMED_UNUSED, REMINDER, REPEATED
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply
 
@@ -39,6 +39,8 @@ def key_tools(record: Path) -> list[BaseTool]:
 
     def record_value(value: str) -> str:
         """Record a value in the ledger."""
+        if not value.strip():
+            raise ValueError("there is nothing to record")
         ran(record, "record", {"value": value})
         return f"recorded {value}"
 
@@ -121,7 +123,7 @@ async def test_the_next_round_hears_which_tools_the_question_names_until_they_ha
     first, second, third = (r["messages"][-1]["content"] for r in llm.requests)
     assert hint not in first, "before any result the catalog's rule is enough"
     assert second.endswith(hint + ASK_NEXT_STEP), "lookup ran, record not yet: the ask names it"
-    assert hint not in third and third.endswith(ASK_NEXT_STEP), "once record ran, nothing is named"
+    assert hint not in third and third.endswith(ASK_ANSWER), "once record ran, nothing is named (write_ends)"
     [noted] = [d for d in decisions_of(out, "C1") if isinstance(d["outcome"], dict)]
     assert noted["outcome"] == {"named_unused": ["record"]} and "not used in this turn yet" in noted["why"]
     assert out["messages"][-1].content == "Recorded 7341."
@@ -476,7 +478,7 @@ async def test_a_call_written_with_a_slot_for_a_result_waits_and_the_next_round_
         ("record", {"value": "7341"}),
     ], "the call with a slot did not run; the next round's did"
     first, second, third = (r["grammar"].splitlines()[0] for r in llm.requests)
-    assert first.endswith("| text") and third.endswith("| text")
+    assert first.endswith("| text") and third == "root ::= text", "after the asked write, the answer"
     assert not second.endswith("| text"), "the round after a waiting call is written as calls"
     assert "<lookup> stands where a value belongs" in llm.requests[1]["messages"][-1]["content"]
     assert out["messages"][-1].content == "Recorded 7341."
@@ -607,3 +609,76 @@ async def test_after_history_the_reminder_goes_with_the_first_round_only(llm, sa
     first, second = (r["messages"][-1]["content"] for r in llm.requests[1:])
     assert first.endswith(REMINDER), "history stands between the catalog and the question"
     assert REMINDER not in second and second.endswith(ASK_NEXT_STEP), "after results, the next-step ask"
+
+
+async def test_a_write_made_from_results_ends_the_work_unless_another_action_is_asked(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    """After a note made from a result was saved, the 1.5B wrote the same note again: a round for nothing.
+
+    A write that succeeded after results were in is the last step, so the next reply is the answer. While
+    the question asks for an action that has not run (ringing the bell after recording), the tools stay.
+    """
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=clock_tools(record))
+    llm.push(
+        calls(("lookup", {"key": "alpha"})),
+        calls(("record", {"value": "7341"})),
+        text_reply("alpha is 7341, and it is recorded."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent look up alpha and record its value"), thread, context=prompted(workspace)
+    )
+    grammars = [r["grammar"] for r in llm.requests]
+    assert len(grammars) == 3 and grammars[2].startswith("root ::= text\n"), "the third reply is the answer"
+    [withheld] = [d for d in decisions_of(out, "G1") if d["outcome"] == "tools withheld"]
+    assert "record ran and succeeded" in withheld["why"]
+    assert [r["tool"] for r in recorded(record)] == ["lookup", "record"]
+    assert out["messages"][-1].content == "alpha is 7341, and it is recorded."
+
+    llm.reset()  # the question asks for a second action: after the write the tools are still offered
+    llm.push(
+        calls(("lookup", {"key": "beta"})),
+        calls(("record", {"value": "1002"})),
+        calls(("ring", {})),
+        text_reply("beta is 1002; recorded, and the bell rang."),
+    )
+    out = await graph.ainvoke(
+        user_message("@agent look up beta, record its value, then ring the bell"),
+        thread,
+        context=prompted(workspace),
+    )
+    grammars = [r["grammar"] for r in llm.requests]
+    assert "call-ring" in grammars[2], "ring is still to do"
+    assert grammars[3].startswith("root ::= text\n"), "both actions ran: the answer"
+    assert [r["tool"] for r in recorded(record)][2:] == ["lookup", "record", "ring"]
+
+
+async def test_a_write_in_the_first_round_or_one_that_failed_ends_nothing(
+    llm, saver, workspace, thread, tmp_path, monkeypatch
+):
+    """A write before any result may come before what is asked next; a failed one is the model's to judge."""
+    monkeypatch.setenv("CALL_GRAMMAR", "true")
+    record = tmp_path / "runs.jsonl"
+    graph = build_graph(checkpointer=saver, tools=clock_tools(record))
+    llm.push(calls(("ring", {})), calls(("lookup", {"key": "alpha"})), text_reply("Rang; alpha is 7341."))
+    out = await graph.ainvoke(
+        user_message("@agent ring the bell, then tell me alpha"), thread, context=prompted(workspace)
+    )
+    assert "call-lookup" in llm.requests[1]["grammar"]
+    assert [r["tool"] for r in recorded(record)] == ["ring", "lookup"]
+    assert not [d for d in decisions_of(out, "G1") if d["outcome"] == "tools withheld"]
+
+    llm.reset()  # a write the tool refused: the model is offered its tools again
+    llm.push(
+        calls(("lookup", {"key": "alpha"})),
+        calls(("record", {"value": ""})),
+        calls(("record", {"value": "7341"})),
+        text_reply("Recorded 7341."),
+    )
+    await graph.ainvoke(
+        user_message("@agent look up alpha and record its value"), thread, context=prompted(workspace)
+    )
+    assert "call-record" in llm.requests[2]["grammar"]
+    assert llm.requests[3]["grammar"].startswith("root ::= text\n")
