@@ -24,7 +24,12 @@ from ..tokens import count
 from .rules import on
 
 _WORD = re.compile(r"[a-z0-9]+")
-_SLOT = re.compile(r"<([A-Za-z_]\w*)>")
+#: A slot for a value: ``<name>`` in the catalog's example style, or a template's or shell's substitution
+#: (``{{name}}``, ``${name}``, ``$(name ...)``), which the 1.5B wrote into a note when no example showed it
+#: the first: "Today's weekday is: $(current_datetime | jq '.weekday')".
+_SLOT = re.compile(
+    r"<([A-Za-z_]\w*)>|\{\{\s*([A-Za-z_]\w*)[^{}]*\}\}|\$\{\s*([A-Za-z_]\w*)[^{}]*\}|\$\(\s*([A-Za-z_]\w*)[^()]*\)"
+)
 #: Words a model puts in angle brackets for a value it does not have yet, beside tool and argument names.
 _SLOT_WORDS = {"result", "value", "output", "answer", "code", "number"}
 #: Share of the window trim keeps free for a prompted call's catalog (which is cut to what is left).
@@ -245,8 +250,13 @@ def placeholders(args: dict[str, Any], tools: dict[str, dict[str, Any]]) -> list
     known |= {k.lower() for s in tools.values() for k in (s.get("properties") or {})}
     found = []
     for value in strings(args):
-        found += [m.group(0) for m in _SLOT.finditer(value) if m.group(1).lower() in known]
+        found += [m.group(0) for m in _SLOT.finditer(value) if _named(m).lower() in known]
     return found
+
+
+def _named(slot: re.Match[str]) -> str:
+    """What a slot names, whichever of its forms it is written in."""
+    return next(g for g in slot.groups() if g is not None)
 
 
 def strings(value: Any) -> list[str]:

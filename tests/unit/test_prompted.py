@@ -412,6 +412,14 @@ def test_a_slot_written_for_a_result_not_yet_had_is_sent_back_but_angle_brackets
     assert placeholders({"expression": "<expression>"}, schemas) == ["<expression>"]
     assert placeholders({"text": "use <b>bold</b> and a<b"}, schemas) == []
     assert placeholders({"expression": "3 * 4817"}, schemas) == []
+    shell = "Today's weekday is: $(current_datetime | jq '.weekday')"  # the 1.5B, with no example line
+    schemas["current_datetime"] = {}
+    assert placeholders({"text": shell}, schemas) == ["$(current_datetime | jq '.weekday')"]
+    assert placeholders({"text": "it is {{ result }} or ${secret_code}"}, schemas) == [
+        "{{ result }}",
+        "${secret_code}",
+    ]
+    assert placeholders({"text": "costs $(5) or {{braces}} or ${HOME}"}, schemas) == []
 
 
 def test_a_call_that_changes_something_waits_only_behind_a_lookup_in_its_own_list():
