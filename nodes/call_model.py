@@ -32,6 +32,9 @@ from ..providers.prompted.rules import on
 from ..providers.prompted.streaming import progress, reply_kind
 from .services import Services
 
+#: Why the tools are withheld after the write the question asked for (``write_ends``).
+WRITE_DONE = "the write it asked for is done"
+
 
 def _only_repeats(messages: list[AnyMessage]) -> bool:
     """Whether the last round's calls all repeated calls already run this turn (answered, not run, by C10)."""
@@ -82,7 +85,7 @@ async def _offered_tools(
             f"{', '.join(wrote)} ran and succeeded in the last round, and the question asks for no other "
             "action: the write was the last step, so the next reply is the answer"
         )
-        return tools, "the write it asked for is done", [decision("G1", "code", "tools withheld", why)]
+        return tools, WRITE_DONE, [decision("G1", "code", "tools withheld", why)]
     return tools, None, []
 
 
@@ -111,7 +114,10 @@ async def _prompted(
     answered = answered_tools(tools, request) if going_on and on("no_args_once") else frozenset()
     turn = await prompted_turn(
         model,
-        digest(request, more=withheld is None, named=named),
+        # After the asked write the next-step ask stands, under a grammar of text only: told to "give the
+        # results above" instead (the spent budget's ask), the 1.5B answered a note's turn with the first
+        # searched passage, which was about something else
+        digest(request, more=withheld in (None, WRITE_DONE), named=named),
         tools,
         max_tokens=ctx.max_tokens or ctx.reply_reserve,
         window=ctx.window,

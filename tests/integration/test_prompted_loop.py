@@ -16,7 +16,7 @@ from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.core.context import Context
-from workspace_agent.core.prompts import ASK_ANSWER, ASK_NEXT_STEP, NAMED_UNUSED, REMINDER, REPEATED
+from workspace_agent.core.prompts import ASK_NEXT_STEP, NAMED_UNUSED, REMINDER, REPEATED
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply
 
@@ -123,7 +123,7 @@ async def test_the_next_round_hears_which_tools_the_question_names_until_they_ha
     first, second, third = (r["messages"][-1]["content"] for r in llm.requests)
     assert hint not in first, "before any result the catalog's rule is enough"
     assert second.endswith(hint + ASK_NEXT_STEP), "lookup ran, record not yet: the ask names it"
-    assert hint not in third and third.endswith(ASK_ANSWER), "once record ran, nothing is named (write_ends)"
+    assert hint not in third and third.endswith(ASK_NEXT_STEP), "once record ran, nothing is named"
     [noted] = [d for d in decisions_of(out, "C1") if isinstance(d["outcome"], dict)]
     assert noted["outcome"] == {"named_unused": ["record"]} and "not used in this turn yet" in noted["why"]
     assert out["messages"][-1].content == "Recorded 7341."
@@ -632,6 +632,8 @@ async def test_a_write_made_from_results_ends_the_work_unless_another_action_is_
     )
     grammars = [r["grammar"] for r in llm.requests]
     assert len(grammars) == 3 and grammars[2].startswith("root ::= text\n"), "the third reply is the answer"
+    asked = llm.requests[2]["messages"][-1]["content"]
+    assert asked.endswith(ASK_NEXT_STEP), "the question's ask, not the spent budget's 'give the results'"
     [withheld] = [d for d in decisions_of(out, "G1") if d["outcome"] == "tools withheld"]
     assert "record ran and succeeded" in withheld["why"]
     assert [r["tool"] for r in recorded(record)] == ["lookup", "record"]
