@@ -1375,7 +1375,7 @@ async def catalog_tokens(model: ModelUnderTest, context: Context, decisions: lis
     offered = offered_tools(decisions)
     offered = list(tools) if offered is None else offered
     shown = [tools[name] for name in offered if name in tools]
-    return await model.tokens(catalog(shown, grammar=True)) if shown else 0  # llama.cpp: the grammar is on
+    return await model.tokens(catalog(shown)) if shown else 0
 
 
 async def baseline(graph: Any, history: bool, n: int) -> float:

@@ -46,21 +46,16 @@ DOCUMENT_HEADER = re.compile(
 
 # --- prompted tool calling (models without native tool calls) ---------------------------------------------
 
-#: The catalog's rules, put before the list of tools in the system prompt: how to call, and when not to.
-CATALOG_CALLS = (
+#: The catalog's rules, put before the list of tools in the system prompt.
+CATALOG_INSTRUCTIONS = (
     "You can call the tools below. To call tools, reply with only a JSON list, one object per call:\n"
     '[{"name": "<tool name>", "arguments": {...}}, {"name": "<tool name>", "arguments": {...}}]\n'
     "Put every call the request needs in that one list; when the same tool is needed for several things, "
     "write one object for each. A call that needs what another call returns comes later: write the first "
-    "call now, and its result comes back to you before you write the next."
+    "call now, and its result comes back to you before you write the next. Give every required argument "
+    "and leave out optional ones you have no value for. Write numbers and true/false without quotes. When "
+    "no tool helps, answer the user in plain text."
 )
-#: How a call's arguments are written: said only where no call grammar writes them so (``catalog``).
-CATALOG_FORM = (
-    " Give every required argument and leave out optional ones you have no value for. Write numbers and "
-    "true/false without quotes."
-)
-CATALOG_TEXT = " When no tool helps, answer the user in plain text."
-CATALOG_INSTRUCTIONS = CATALOG_CALLS + CATALOG_FORM + CATALOG_TEXT
 
 #: Said again after the user's message when earlier exchanges stand between it and the catalog.
 REMINDER = (

@@ -160,7 +160,7 @@ async def prompted_turn(
     """
     query = message_text(question) if (question := turn_question(request)) else ""
     room = window - (max_tokens or 0) - count_messages(request) - FRAME if window else None
-    offered, left_out = fit_tools(tools, query, room, grammar)
+    offered, left_out = fit_tools(tools, query, room)
     schemas = {t.name: schema_of(t) for t in offered}
     options: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens else {}
     callable_ = [t for t in offered if t.name not in answered]
@@ -174,7 +174,7 @@ async def prompted_turn(
     reminding = first_round and not answer_only and offered and on("reminder")
     reminded = with_reminder(request, given_with) if reminding else request
     # No tool offered (C0 chose none): no catalog either, and the grammar admits text only
-    prompt = with_catalog(reminded, offered, grammar) if offered else reminded
+    prompt = with_catalog(reminded, offered) if offered else reminded
     refused = None
     try:
         response = await ask(model, options, prompt, show_text="extra_body" in options)
@@ -186,7 +186,6 @@ async def prompted_turn(
         for key in ("extra_body", "logprobs", "top_logprobs"):
             options.pop(key, None)
         refused = " ".join(str(exc).split())[:300]
-        prompt = with_catalog(reminded, offered) if offered else reminded  # said in full: nothing holds it
         response = await ask(model, options, prompt)
     reopenings: list[float] = []
     text, constrained = message_text(response), "extra_body" in options

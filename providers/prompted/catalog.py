@@ -19,14 +19,13 @@ from pydantic import BaseModel
 
 from ...core.context import READ_ONLY_BUILTINS
 from ...core.conversation import message_text, turn_question, turn_start
-from ...core.prompts import CATALOG_CALLS, CATALOG_INSTRUCTIONS, CATALOG_TEXT, REMINDER
+from ...core.prompts import CATALOG_INSTRUCTIONS, REMINDER
 from ..tokens import count
-from .rules import on
 
 _WORD = re.compile(r"[a-z0-9]+")
 #: A slot for a value: ``<name>`` in the catalog's example style, or a template's or shell's substitution
-#: (``{{name}}``, ``${name}``, ``$(name ...)``), which the 1.5B wrote into a note when no example showed it
-#: the first: "Today's weekday is: $(current_datetime | jq '.weekday')".
+#: (``{{name}}``, ``${name}``, ``$(name ...)``), which the 1.5B wrote into a note in a bench run without the
+#: example lines: "Today's weekday is: $(current_datetime | jq '.weekday')".
 _SLOT = re.compile(
     r"<([A-Za-z_]\w*)>|\{\{\s*([A-Za-z_]\w*)[^{}]*\}\}|\$\{\s*([A-Za-z_]\w*)[^{}]*\}|\$\(\s*([A-Za-z_]\w*)[^()]*\)"
 )
@@ -111,41 +110,36 @@ def _placeholder(name: str, spec: dict[str, Any], defs: dict[str, Any]) -> str:
     return "{...}" if kind == "object" else f"<{name}>"  # numbers and booleans are written bare
 
 
-def describe(tool: BaseTool, example: bool = True) -> str:
-    """One tool as the catalog shows it: purpose, each argument, and an example call of it (``example``)."""
+def describe(tool: BaseTool) -> str:
+    """One tool as the catalog shows it: purpose, each argument, and an example call of it."""
     schema = schema_of(tool)
     defs = schema.get("$defs", schema.get("definitions", {}))
     props = {k: _resolve(v, defs) for k, v in (schema.get("properties") or {}).items()}
     required = [k for k in schema.get("required", []) if k in props]
     lines = [f"- {tool.name}: {' '.join(str(tool.description or '').split())}"]
     lines += [f"  {_argument(k, v, k in required, defs)}" for k, v in props.items()] or ["  (no arguments)"]
-    if example:
-        written = ", ".join(f"{json.dumps(k)}: {_placeholder(k, props[k], defs)}" for k in required)
-        lines.append(f'  example: [{{"name": {json.dumps(tool.name)}, "arguments": {{{written}}}}}]')
+    example = ", ".join(f"{json.dumps(k)}: {_placeholder(k, props[k], defs)}" for k in required)
+    lines.append(f'  example: [{{"name": {json.dumps(tool.name)}, "arguments": {{{example}}}}}]')
     return "\n".join(lines)
 
 
-def catalog(tools: list[BaseTool], grammar: bool = False) -> str:
+def catalog(tools: list[BaseTool]) -> str:
     """The instructions and every tool, as appended to the system prompt.
 
-    Under the call grammar (``grammar``) the catalog leaves out what the grammar already holds a call to:
-    every required argument given, each value in its type, the call's shape (the tools' example lines). A
-    short question's prompt was more than a third catalog, most of it these (``grammar_said``).
+    The instructions and the example lines stay under the call grammar too, though it enforces the shape
+    they describe: without them the 1.5B answered "What is 52*27?" from its head, wrongly, in most
+    one-call baselines of a bench run (``grammar_said``, tried and dropped in stop 54, bench/README.md).
     """
-    said = grammar and on("grammar_said")
-    rules = CATALOG_CALLS + CATALOG_TEXT if said else CATALOG_INSTRUCTIONS
-    return rules + "\n\nTools:\n" + "\n".join(describe(t, example=not said) for t in tools)
+    return CATALOG_INSTRUCTIONS + "\n\nTools:\n" + "\n".join(describe(t) for t in tools)
 
 
-def fit_tools(
-    tools: list[BaseTool], query: str, budget: int | None, grammar: bool = False
-) -> tuple[list[BaseTool], list[str]]:
+def fit_tools(tools: list[BaseTool], query: str, budget: int | None) -> tuple[list[BaseTool], list[str]]:
     """The tools whose catalog fits ``budget`` tokens: all if they fit, else the most relevant to ``query``.
 
     Relevance is the share of a tool's name and description words found in the message, so the cut needs no
     model call; the tools keep their order. Returns the kept tools and the names of those left out.
     """
-    if budget is None or count(catalog(tools, grammar)) <= budget:
+    if budget is None or count(catalog(tools)) <= budget:
         return tools, []
     asked = set(_WORD.findall(query.lower()))
 
@@ -155,10 +149,9 @@ def fit_tools(
 
     ranked = sorted(tools, key=relevance, reverse=True)
     kept: list[BaseTool] = []
-    said = grammar and on("grammar_said")
-    used = count(CATALOG_CALLS + CATALOG_TEXT if said else CATALOG_INSTRUCTIONS) + 4
+    used = count(CATALOG_INSTRUCTIONS) + 4
     for tool in ranked:
-        size = count(describe(tool, example=not said)) + 1
+        size = count(describe(tool)) + 1
         if used + size <= budget or not kept:
             kept.append(tool)
             used += size
@@ -192,13 +185,11 @@ def coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def with_catalog(
-    messages: list[BaseMessage], tools: list[BaseTool], grammar: bool = False
-) -> list[BaseMessage]:
-    """The request with the tool catalog appended to the system prompt (``catalog``: ``grammar``)."""
+def with_catalog(messages: list[BaseMessage], tools: list[BaseTool]) -> list[BaseMessage]:
+    """The request with the tool catalog appended to the system prompt."""
     if messages and isinstance(messages[0], SystemMessage):
-        return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools, grammar)), *messages[1:]]
-    return [SystemMessage(catalog(tools, grammar)), *messages]
+        return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools)), *messages[1:]]
+    return [SystemMessage(catalog(tools)), *messages]
 
 
 def with_reminder(messages: list[BaseMessage], given_with: bool = False) -> list[BaseMessage]:

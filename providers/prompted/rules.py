@@ -53,17 +53,6 @@ RULES = (
         steers=False,
     ),
     Rule(
-        "grammar_said",
-        "a prompted call under the call grammar",
-        "leaves out of the catalog what the grammar holds a call to: how arguments are written, and each "
-        "tool's example call (catalog.catalog)",
-        "none (the catalog's text)",
-        "the catalog was 37 % of a one-step question's prompt, over a third of it saying what the grammar "
-        "enforces anyway",
-        steers=True,
-        measured="",
-    ),
-    Rule(
         "call_grammar",
         "a reply under a llama.cpp endpoint",
         "constrains it to plain text or well-formed calls of the offered tools (call_grammar)",

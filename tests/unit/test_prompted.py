@@ -33,7 +33,6 @@ from workspace_agent.providers.prompted.catalog import (
     placeholders,
     with_catalog,
 )
-from workspace_agent.providers.tokens import count
 from workspace_agent.skills.builtin import calculate
 
 NAMES = {"calculate", "current_datetime"}
@@ -220,24 +219,6 @@ def test_catalog_shows_types_required_enums_object_fields_and_a_list_example():
     example = '[{"name": "book", "arguments": {"hotel": "<hotel>", "nights": <nights>, "place": {...}}}]'
     assert f"  example: {example}" in text
     assert "  call:" not in text, "a call: line gets copied as a key"
-
-
-def test_under_the_call_grammar_the_catalog_does_not_say_what_the_grammar_holds_a_call_to(monkeypatch):
-    """The grammar writes every required argument, each value in its type and the call's shape: told so in
-    words too, a short question's prompt was more than a third catalog."""
-    tools = [StructuredTool.from_function(book)]
-    free, held = catalog(tools), catalog(tools, grammar=True)
-    assert "without quotes" in free and "  example:" in free
-    assert "without quotes" not in held and "  example:" not in held
-    for kept in (
-        "JSON list, one object per call",
-        "nights (integer, required)",
-        "answer the user in plain text",
-    ):
-        assert kept in held
-    assert count(held) < count(free) - 40
-    monkeypatch.setattr(rules, "off", {"grammar_said"})  # the bench's switch: the full catalog again
-    assert catalog(tools, grammar=True) == free
 
 
 def test_json_schema_tools_and_pydantic_tools_are_described_alike():
