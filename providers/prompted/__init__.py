@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from itertools import takewhile
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -336,7 +335,11 @@ def wrote_last(messages: list[BaseMessage], tools: list[BaseTool], question: str
     has something to decide), and when nothing the question asks for acted: a tool is taken to act unless
     it says it only reads, so an MCP lookup without that hint must not end a chain.
     """
-    results = list(takewhile(lambda m: isinstance(m, ToolMessage), reversed(messages)))
+    results: list[ToolMessage] = []
+    for message in reversed(messages):  # the last round's results
+        if not isinstance(message, ToolMessage):
+            break
+        results.append(message)
     at = len(messages) - len(results) - 1
     calls = messages[at] if results and at >= 0 else None
     if not isinstance(calls, AIMessage) or calls.invalid_tool_calls:
