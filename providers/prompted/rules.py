@@ -346,7 +346,12 @@ RULES = (
         "after a note made from a result was saved, the 1.5B wrote the same save_note again in most note "
         "tasks: a round to be told it had run",
         steers=True,
-        measured="",
+        measured=(
+            "bench/chains.py --split person,single,sedge,fern [--without write_ends], 1.5B, never tuned on "
+            "but fern (written before it): 2026-12-07, strict 28 vs 27 of 36 (the one task that differs, "
+            "days-left-month, writes nothing: the clock's noise); model calls per two-step task 2.68 vs "
+            "2.77 (person 3.12 vs 3.25); note tasks ending a round sooner 3 of 9"
+        ),
     ),
     Rule(
         "answer_after_repeats",
