@@ -71,20 +71,20 @@ async def streamed_text(graph, text: str, thread: dict, context: Context) -> str
     return "".join(streamed)
 
 
+async def alpha_recorded(llm, graph, thread, workspace: str, question: str, answer: str) -> dict:
+    """A turn in which the model looks alpha up, records its value (7341), then answers ``answer``."""
+    llm.push(calls(("lookup", {"key": "alpha"})), calls(("record", {"value": "7341"})), text_reply(answer))
+    return await graph.ainvoke(user_message(question), thread, context=prompted(workspace))
+
+
 async def test_a_second_dependent_call_runs_and_the_turn_ends_on_the_models_text(
     llm, saver, workspace, thread, tmp_path
 ):
     record = tmp_path / "runs.jsonl"
     graph = build_graph(checkpointer=saver, tools=key_tools(record))
-    llm.push(
-        calls(("lookup", {"key": "alpha"})),
-        calls(("record", {"value": "7341"})),
-        text_reply("The value of alpha is 7341, and it is recorded."),
-    )
-    out = await graph.ainvoke(
-        user_message("@agent look up the key alpha, then record its value"),
-        thread,
-        context=prompted(workspace),
+    answer = "The value of alpha is 7341, and it is recorded."
+    out = await alpha_recorded(
+        llm, graph, thread, workspace, "@agent look up the key alpha, then record its value", answer
     )
     assert [(r["tool"], r["args"]) for r in recorded(record)] == [
         ("lookup", {"key": "alpha"}),
@@ -109,15 +109,8 @@ async def test_the_next_round_hears_which_tools_the_question_names_until_they_ha
 ):
     """The 1.5B ran ``calculate`` for "work out 58*17 and store it in a note", then the same call again."""
     graph = build_graph(checkpointer=saver, tools=key_tools(tmp_path / "runs.jsonl"))
-    llm.push(
-        calls(("lookup", {"key": "alpha"})),
-        calls(("record", {"value": "7341"})),
-        text_reply("Recorded 7341."),
-    )
-    out = await graph.ainvoke(
-        user_message("@agent look up the key alpha, then record its value"),
-        thread,
-        context=prompted(workspace),
+    out = await alpha_recorded(
+        llm, graph, thread, workspace, "@agent look up the key alpha, then record its value", "Recorded 7341."
     )
     hint = NAMED_UNUSED.format(tools="record")
     first, second, third = (r["messages"][-1]["content"] for r in llm.requests)
@@ -622,13 +615,9 @@ async def test_a_write_made_from_results_ends_the_work_unless_another_action_is_
     monkeypatch.setenv("CALL_GRAMMAR", "true")
     record = tmp_path / "runs.jsonl"
     graph = build_graph(checkpointer=saver, tools=clock_tools(record))
-    llm.push(
-        calls(("lookup", {"key": "alpha"})),
-        calls(("record", {"value": "7341"})),
-        text_reply("alpha is 7341, and it is recorded."),
-    )
-    out = await graph.ainvoke(
-        user_message("@agent look up alpha and record its value"), thread, context=prompted(workspace)
+    answer = "alpha is 7341, and it is recorded."
+    out = await alpha_recorded(
+        llm, graph, thread, workspace, "@agent look up alpha and record its value", answer
     )
     grammars = [r["grammar"] for r in llm.requests]
     assert len(grammars) == 3 and grammars[2].startswith("root ::= text\n"), "the third reply is the answer"
