@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from itertools import takewhile
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
@@ -20,6 +19,7 @@ from ..core.state import AgentState, Decision, decision
 from ..providers.prompted import (
     answered_tools,
     digest,
+    last_results,
     named_unused,
     names_a_tool,
     prompted_turn,
@@ -38,7 +38,7 @@ WRITE_DONE = "the write it asked for is done"
 
 def _only_repeats(messages: list[AnyMessage]) -> bool:
     """Whether the last round's calls all repeated calls already run this turn (answered, not run, by C10)."""
-    results = list(takewhile(lambda m: isinstance(m, ToolMessage), reversed(messages)))
+    results = last_results(messages)
     return bool(results) and all(message_text(m).endswith(ALREADY_RUN) for m in results)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -324,6 +325,16 @@ def answered_tools(tools: list[BaseTool], messages: list[BaseMessage]) -> frozen
     )
 
 
+def last_results(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
+    """The results of the last round: the tool messages the conversation ends with, last first."""
+    results: list[ToolMessage] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        results.append(message)
+    return results
+
+
 def wrote_last(messages: list[BaseMessage], tools: list[BaseTool], question: str) -> list[str]:
     """The actions the question asks for that the last round ran, if it came after results and all succeeded.
 
@@ -335,11 +346,7 @@ def wrote_last(messages: list[BaseMessage], tools: list[BaseTool], question: str
     has something to decide), and when nothing the question asks for acted: a tool is taken to act unless
     it says it only reads, so an MCP lookup without that hint must not end a chain.
     """
-    results: list[ToolMessage] = []
-    for message in reversed(messages):  # the last round's results
-        if not isinstance(message, ToolMessage):
-            break
-        results.append(message)
+    results = last_results(messages)
     at = len(messages) - len(results) - 1
     calls = messages[at] if results and at >= 0 else None
     if not isinstance(calls, AIMessage) or calls.invalid_tool_calls:

@@ -350,7 +350,7 @@ RULES = (
             "bench/chains.py --split person,single,sedge,fern [--without write_ends], 1.5B, never tuned on "
             "but fern (written before it): 2026-12-07, strict 28 vs 27 of 36 (the one task that differs, "
             "days-left-month, writes nothing: the clock's noise); model calls per two-step task 2.68 vs "
-            "2.77 (person 3.12 vs 3.25); note tasks ending a round sooner 3 of 9"
+            "2.77 (person 3.12 vs 3.25); note tasks ending a round sooner 2 of 9"
         ),
     ),
     Rule(
