@@ -11,18 +11,28 @@ from langgraph_sdk import get_client
 from tests.support.helpers import user_message
 from workspace_agent.core.context import Context
 from workspace_agent.graphs.agent import build_graph
-from workspace_agent.samples.scripted_model import text_reply
+from workspace_agent.samples.scripted_model import ScriptedLLM, last_user_text, meant_for, text_reply
 
 
 def texts(request: dict) -> list[str]:
     return [m["content"] for m in request["messages"][1:]]
 
 
+def asked(llm: ScriptedLLM, question: str) -> dict:
+    """The last model request that asks ``question``, not one a run left behind by another test."""
+    return next(r for r in reversed(llm.requests) if last_user_text(r) == question)
+
+
 async def test_a_new_message_on_a_fork_after_turn_1_gives_the_model_turn_1_only(dev_server, llm, workspace):
     client = get_client(url=dev_server)
     thread_id = (await client.threads.create())["thread_id"]
     context = {"workspace": workspace, "chat_mode": "chat"}
-    llm.push(text_reply("Hello Ann."), text_reply("Hello Bob."))
+    # Each reply is meant for its question: the dev server is shared by the session, and a run an earlier
+    # test left behind must not take turn 1's answer (it did once in CI, on a busy machine).
+    llm.push(
+        meant_for("My name is Ann.", text_reply("Hello Ann.")),
+        meant_for("My name is Bob.", text_reply("Hello Bob.")),
+    )
     await client.runs.wait(thread_id, "agent", input=user_message("My name is Ann."), context=context)
     await client.runs.wait(thread_id, "agent", input=user_message("My name is Bob."), context=context)
 
@@ -30,7 +40,7 @@ async def test_a_new_message_on_a_fork_after_turn_1_gives_the_model_turn_1_only(
     after_turn_1 = next(
         h for h in history if not h["next"] and h["values"]["messages"][-1]["content"] == "Hello Ann."
     )
-    llm.push(text_reply("Your name is Ann."))
+    llm.push(meant_for("What is my name?", text_reply("Your name is Ann.")))
     await client.runs.wait(
         thread_id,
         "agent",
@@ -38,7 +48,7 @@ async def test_a_new_message_on_a_fork_after_turn_1_gives_the_model_turn_1_only(
         context=context,
         checkpoint_id=after_turn_1["checkpoint"]["checkpoint_id"],
     )
-    assert texts(llm.requests[-1]) == ["My name is Ann.", "Hello Ann.", "What is my name?"]
+    assert texts(asked(llm, "What is my name?")) == ["My name is Ann.", "Hello Ann.", "What is my name?"]
     fork = (await client.threads.get_state(thread_id))["values"]["messages"]
     assert [m["content"] for m in fork] == [
         "My name is Ann.",
