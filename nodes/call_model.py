@@ -24,6 +24,7 @@ from ..providers.prompted import (
     names_a_tool,
     prompted_turn,
     ran_calls,
+    this_turn_only,
     waiting_calls,
     withheld_call,
     wrote_last,
@@ -237,6 +238,14 @@ async def call_model(state: AgentState, runtime: Runtime[Context], *, services: 
                 asked = turn_asked(state["messages"])
                 given_with = bool(plan.get("context"))  # memories or documents before the person's words
                 offer = stub_tools(client) if client is not None else tools
+                if on("history_first_round"):
+                    request, left_out = this_turn_only(request)
+                    if left_out:
+                        why = (
+                            f"{left_out} message(s) of earlier exchanges left out after the turn's first "
+                            "round: its calls carry what the model read there"
+                        )
+                        decisions.append(decision("B4", "code", "earlier exchanges left out", why))
                 forced = client.forced if client is not None else frozenset()
                 response, how, notes = await _prompted(
                     sampled, request, asked, offer, withheld, ctx, grammar, given_with, forced

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
 from ...core.conversation import (
@@ -65,6 +65,7 @@ __all__ = [
     "parse_tool_calls",
     "prompted_turn",
     "ran_calls",
+    "this_turn_only",
     "withheld_call",
 ]
 
@@ -333,6 +334,23 @@ def last_results(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
             break
         results.append(message)
     return results
+
+
+def this_turn_only(request: list[BaseMessage]) -> tuple[list[BaseMessage], int]:
+    """The request without the earlier exchanges once this turn has results, and how many it left out.
+
+    The earlier exchanges are read where they matter, in the turn's first round: the model resolves "that
+    plan" into the calls it writes. After that the calls and results carry what it needs. Left in, they drew
+    the 1.5B into an earlier exchange: with two small talk exchanges before "find out how long Lanternfish
+    keeps check results and note it down", it searched, then saved the note "A yellow fruit is an apple.",
+    the last answer of the history; in another thread it answered the history's "what colour is a clear
+    daytime sky?" after its search.
+    """
+    start = turn_start(request)
+    if not any(isinstance(m, ToolMessage) for m in request[start:]):
+        return request, 0
+    head = [m for m in request[:start] if isinstance(m, SystemMessage)]
+    return [*head, *request[start:]], start - len(head)
 
 
 def wrote_last(messages: list[BaseMessage], tools: list[BaseTool], question: str) -> list[str]:

@@ -354,6 +354,16 @@ RULES = (
         ),
     ),
     Rule(
+        "history_first_round",
+        "a prompted agent round after this turn's first, in a thread with earlier exchanges",
+        "leaves the earlier exchanges out of the request; the first round read them (this_turn_only)",
+        'B4 "earlier exchanges left out"',
+        "after its search, the 1.5B saved the history's last answer as the note asked for (\"A yellow fruit "
+        "is an apple.\"), or answered the history's question about the sky",
+        steers=True,
+        measured="",
+    ),
+    Rule(
         "answer_after_repeats",
         "a round of calls that all repeated calls already answered, failed ones included (approve)",
         "withholds the tools: the next reply is the answer (call_model._offered_tools)",

@@ -604,6 +604,34 @@ async def test_after_history_the_reminder_goes_with_the_first_round_only(llm, sa
     assert REMINDER not in second and second.endswith(ASK_NEXT_STEP), "after results, the next-step ask"
 
 
+async def test_after_the_first_round_the_earlier_exchanges_are_left_out(
+    llm, saver, workspace, thread, tmp_path
+):
+    """The first round reads the history ("my key" is alpha); later rounds read the turn and its results only.
+
+    With the history in every round the 1.5B saved the history's last answer as the note it was asked for.
+    """
+    graph = build_graph(checkpointer=saver, tools=key_tools(tmp_path / "runs.jsonl"))
+    llm.push(text_reply("Noted: your key is alpha."))
+    await graph.ainvoke(user_message("My key is alpha."), thread, context=prompted(workspace))
+    out = await alpha_recorded(
+        llm, graph, thread, workspace, "@agent look up my key, then record its value", "Recorded 7341."
+    )
+    first, *later = (r["messages"] for r in llm.requests[1:])
+    said = [[m["content"] for m in request if m["role"] != "system"] for request in (first, *later)]
+    assert said[0][:2] == ["My key is alpha.", "Noted: your key is alpha."]
+    assert len(later) == 2
+    for request, texts in zip(later, said[1:], strict=True):
+        assert request[0] == first[0], "the system prompt and catalog stay: the server's cached prefix"
+        assert not set(texts) & {"My key is alpha.", "Noted: your key is alpha."}, "no earlier exchange"
+        assert texts[0].startswith("look up my key, then record its value")
+    assert [d["outcome"] for d in decisions_of(out, "B4") if d["decided_by"] == "code"][-2:] == [
+        "earlier exchanges left out",
+        "earlier exchanges left out",
+    ]
+    assert out["messages"][-1].content == "Recorded 7341."
+
+
 async def test_a_write_made_from_results_ends_the_work_unless_another_action_is_asked(
     llm, saver, workspace, thread, tmp_path, monkeypatch
 ):
