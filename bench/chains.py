@@ -300,6 +300,7 @@ class Outcome:
     notes: list[str]
     started: datetime
     ended: datetime
+    earlier: list[str] = field(default_factory=list)  # the thread's earlier exchanges' answers (--history)
 
 
 Check = Callable[[Outcome], bool]
@@ -480,9 +481,14 @@ def strict_faults(task: Task, outcome: Outcome, calls: list[dict[str, Any]]) -> 
     - a figure in the answer or a note that is neither the question's nor the task's own;
     - call JSON, a code fence or a results digest in the answer, a note or any reply shown as text;
     - a write (run or proposed) the question did not ask for;
-    - a tool the task does not need.
+    - a tool the task does not need;
+    - with ``--history``, an answer or note that takes up an earlier exchange: quotes its question, or says
+      again what it answered ("A yellow fruit is an apple." for "put today's weekday in a note", which the
+      other checks let through, having no figure to read).
     """
     faults = []
+    if any(earlier_taken_up(text, outcome.earlier) for text in [outcome.answer, *outcome.notes]):
+        faults.append("earlier exchange taken up")
     if task.figures is not None:
         own = task.figures(outcome) if callable(task.figures) else task.figures
         allowed = {*figures_of(task.prompt), *own}
@@ -502,6 +508,24 @@ def strict_faults(task: Task, outcome: Outcome, calls: list[dict[str, Any]]) -> 
     if extra:
         faults.append(f"unneeded tool {', '.join(extra)}")
     return faults
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def earlier_taken_up(text: str, answers: list[str]) -> bool:
+    """Whether ``text`` quotes a ``HISTORY`` question, or has a sentence of only an earlier answer's words.
+
+    A sentence counts from four words on, so "Yes." or "Done." is never read as one taken up.
+    """
+    asked = [_words(q.rsplit(":", 1)[-1]) for q in HISTORY]
+    words = _words(text)
+    if any(q and " ".join(q) in " ".join(words) for q in asked):
+        return True
+    said = [set(_words(a)) for a in answers]
+    sentences = [_words(s) for s in re.split(r"[.!?\n]+", text)]
+    return any(len(s) >= 4 and any(set(s) <= a for a in said) for s in sentences)
 
 
 def weekday_named(outcome: Outcome) -> bool:
@@ -1293,6 +1317,7 @@ class Result:
     faults: list[str] = field(default_factory=list)
     catalog_tokens: int | None = None  # the catalog every model call of the turn read; None: not measured
     offered: list[str] | None = None  # the tools C0 offered the turn (None: every tool, or not recorded)
+    earlier: list[str] = field(default_factory=list)  # the answers of the exchanges before it (--history)
 
 
 async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, history: bool) -> Result:
@@ -1300,9 +1325,11 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
     config = {"configurable": {"thread_id": f"chains-{uuid.uuid4().hex}"}}
     context = bench_context()
     records = PostgresRecords()
+    earlier: list[str] = []
     if history:
         for text in HISTORY:
-            await plain_turn(graph, text, config, context)
+            values, _ = await plain_turn(graph, text, config, context)
+            earlier.append(str(values["messages"][-1].content))
     before_notes = await records.notes(WORKSPACE, USER)
     before = await model.counters()
     started, clock = datetime.now().astimezone(), time.perf_counter()
@@ -1325,7 +1352,7 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
     ]
     last = turn[-1] if turn else None
     answer = str(last.content) if isinstance(last, AIMessage) and not last.tool_calls else ""
-    outcome = Outcome(answer, notes, started, ended)
+    outcome = Outcome(answer, notes, started, ended, earlier)
     catalog_size = await catalog_tokens(model, context, values.get("decisions") or [])
     ok = error is None and task.check(outcome)
     faults = strict_faults(task, outcome, calls)
@@ -1347,6 +1374,7 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
         approvals=approvals,
         stop_reason=values.get("stop_reason"),
         history=history,
+        earlier=earlier,
         results=results_as(None),
         started=started.isoformat(),
         ended=ended.isoformat(),
@@ -1442,7 +1470,7 @@ def print_faults(results: list[Result]) -> None:
     A task's kind names its steps (``documents>calculate`` is two): one step or none against two or more is
     the split the issue's time goals are set on.
     """
-    kinds = ("figure", "machinery shown", "unasked write", "unneeded tool")
+    kinds = ("figure", "machinery shown", "unasked write", "unneeded tool", "earlier exchange")
     tally = {k: sum(any(f.startswith(k) for f in r.faults) for r in results) for k in kinds}
     print("tasks with a fault: " + ", ".join(f"{k} {n}" for k, n in tally.items()))
     for label, part in (
@@ -1543,7 +1571,7 @@ def rescore(path: Path) -> None:
     results = []
     for row in rows:
         started, ended = (datetime.fromisoformat(row[k]) for k in ("started", "ended"))
-        outcome = Outcome(row["answer"], row["notes"], started, ended)
+        outcome = Outcome(row["answer"], row["notes"], started, ended, row.get("earlier", []))
         task = by_id[row["id"]]
         row["ok"] = row["error"] is None and task.check(outcome)
         row["faults"] = strict_faults(task, outcome, row["calls"])

@@ -361,7 +361,12 @@ RULES = (
         "after its search, the 1.5B saved the history's last answer as the note asked for (\"A yellow fruit "
         "is an apple.\"), or answered the history's question about the sky",
         steers=True,
-        measured="",
+        measured=(
+            "bench/chains.py --split fern,frond,person --history [--without history_first_round], 1.5B, "
+            "person and frond never tuned on: 2026-12-07, strict 15 vs 13 of 24 (person 5 vs 4 of 8, fern 3 "
+            "vs 2, frond 7 vs 7); answers or notes taking up an earlier exchange 0 vs 1; tokens read per "
+            "task 934 vs 746 (the turn's message is read again after the first round); without history 18"
+        ),
     ),
     Rule(
         "answer_after_repeats",
