@@ -1260,12 +1260,57 @@ FROND = [
     Task("four-seasons", "none", "@agent Who composed The Four Seasons?", mentions("Vivaldi"),
          "Antonio Vivaldi", set()),
 ]  # fmt: skip
+#: Written at the start of stop 56 (issue 33), before anything of that stop changed, and run untouched first:
+#: one per kind of two-step task and a difference of two facts, in wordings no earlier set used.
+GROVE = [
+    Task("business-bill-x3", "documents>calculate",
+         "@agent I run 3 Lanternfish installations on the Business plan and pay monthly. What is my monthly "
+         "bill?", says(147), "147 EUR (3 x 49)", {3, 49, 147}),
+    Task("team-yearly-x4", "documents>calculate",
+         "@agent Paying yearly, what do 4 Lanternfish Team installations cost in a year?", says(480),
+         "480 EUR (4 x 120)", {4, 120, 480, 2}),
+    Task("business-minus-team", "documents>calculate",
+         "@agent How much more does the Lanternfish Business plan cost per month than the Team plan?",
+         says(37), "37 EUR (49 - 12)", {49, 12, 37}),
+    Task("date-memo", "datetime>note", "@agent Make a memo of today's date in my notes.", note_with_date,
+         "a note with today's date", clock_figures),
+    Task("quotient-note", "calculate>note", "@agent Store the result of 1250 divided by 5 in a note.",
+         note_says(250), "a note with 250", {1250, 5, 250}),
+    Task("sum-then-triple", "calculate>calculate", "@agent Add 145 and 255, then multiply the total by 3.",
+         says(1200), "1200", {145, 255, 400, 3, 1200}),
+    Task("years-since-1999", "datetime>calculate", "@agent How many years have passed since 1999?",
+         says(lambda o: {y - 1999 for y in this_year(o)}), "this year - 1999",
+         lambda o: clock_figures(o) | {1999.0} | {y - 1999 for y in this_year(o)}),
+    Task("alert-pause-note", "documents>note",
+         "@agent Find out for how many minutes alerts are paused when most checks fail, and write that into "
+         "a note.", note_says(10), "a note with 10 minutes", {10, 80}),
+]  # fmt: skip
+#: One step or none, written with ``grove`` and run untouched first. None asks for a write.
+SPORE = [
+    Task("seven-cubed", "calculate", "@agent What is 7 cubed?", says(343), "343", {7, 3, 343}),
+    Task("divide-3600", "calculate", "@agent How much is 3600 divided by 48?", says(75), "75",
+         {3600, 48, 75}),
+    Task("weekday-which", "datetime", "@agent Which weekday is it?", weekday_named, "today's weekday",
+         clock_figures),
+    Task("year-current", "datetime", "@agent What's the current year?", says(this_year), "this year",
+         clock_figures),
+    Task("team-status-pages", "documents", "@agent How many status pages does the Lanternfish Team plan come "
+         "with?", says(5), "5", {5}),
+    Task("alert-pause-minutes", "documents",
+         "@agent How long do Lanternfish alerts pause when most checks fail at once?", says(10), "10 minutes",
+         {10, 80}),
+    Task("tallest-mountain", "none", "@agent What is the tallest mountain in the world?", mentions("Everest"),
+         "Mount Everest", {8848, 8848.86, 8849, 29029, 29032, 29031.7}),
+    Task("red-planet", "none", "@agent Which planet is known as the Red Planet?", mentions("Mars"), "Mars",
+         set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
          "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS,
-         "fen": FEN, "heath": HEATH, "reed": REED, "sedge": SEDGE, "fern": FERN, "frond": FROND}  # fmt: skip
+         "fen": FEN, "heath": HEATH, "reed": REED, "sedge": SEDGE, "fern": FERN, "frond": FROND,
+         "grove": GROVE, "spore": SPORE}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
