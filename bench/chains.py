@@ -63,6 +63,7 @@ from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.checkpoints.db import run
 from workspace_agent.checkpoints.savers import postgres_saver
 from workspace_agent.core.context import Context
+from workspace_agent.core.figures import PROMPT_ASKS
 from workspace_agent.core.settings import context_size
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.nodes.services import Services
@@ -451,7 +452,8 @@ KIND_TOOLS = {
 WRITE_TOOLS = {"save_note", "save_to_workspace"}
 #: What only the machinery writes: a call's JSON, a code fence, a results digest line, the note on a repeat,
 #: a document text's delimiter ("[END CONTEXT 3]") or header, a search passage's score or the digest's note
-#: on a passage given twice.
+#: on a passage given twice; and a clause of the loop's own asks to the model (``PROMPT_ASKS``, the
+#: product's list of them: a note of "Check every part of the question ..." was read as no fault before).
 MACHINERY = re.compile(
     r'\{\s*"(?:name|arguments|tool)"\s*:|```|\b[a-z_]+\(\{.*?\}\) returned\b|^- [a-z_]+\(|'
     r"This call already ran in this turn|\[(?:END )?CONTEXT \d+\]|\(similarity [\d.]+\)|"
@@ -498,7 +500,7 @@ def strict_faults(task: Task, outcome: Outcome, calls: list[dict[str, Any]]) -> 
                 faults.append(f"figure {stray[0]:g} is not the task's")
                 break
     shown = [outcome.answer, *outcome.notes, *(str(c["args"]) for c in calls if c["name"] in WRITE_TOOLS)]
-    if any(MACHINERY.search(text) for text in shown if text):
+    if any(MACHINERY.search(text) or PROMPT_ASKS.search(text) for text in shown if text):
         faults.append("machinery shown")
     needed = set().union(*(KIND_TOOLS.get(part, set()) for part in task.kind.split(">")))
     unasked = sorted({c["name"] for c in calls if c["name"] in WRITE_TOOLS} - needed)

@@ -14,7 +14,22 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from .conversation import message_text, turn_start
 from .plan import Plan, assemble
-from .prompts import CONTEXT_DELIMITER, DOCUMENT_HEADER, PASSAGE_GIVEN
+from .prompts import (
+    ALREADY_RUN,
+    ASK_AGAIN_FIGURES,
+    ASK_ANSWER,
+    ASK_NEXT_STEP,
+    CATALOG_INSTRUCTIONS,
+    CONTEXT_DELIMITER,
+    DOCUMENT_HEADER,
+    HELD,
+    NAMED_UNUSED,
+    PASSAGE_GIVEN,
+    REMINDER,
+    REPEATED,
+    SLOT,
+    WRITE_AGAIN,
+)
 
 #: Dates and times of day, whose parts are the clock's, not figures: "2026-12-04", "14:05", "December 4".
 CLOCK = re.compile(
@@ -25,19 +40,58 @@ CLOCK = re.compile(
 )
 #: A number as written in prose: ``720``, ``2,160``, ``3.5``, ``-4``; not a part of a word or an identifier.
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
-#: What only the machinery writes (a call as ``save_note({"text": ...})`` too: with history the 1.5B answered
-#: with one): a call's JSON, a code fence, a line of the results' digest, a search passage's label
-#: (``SEARCH_HIT``: with history the 1.5B copied "[2] faq.md (similarity 0.55)" into an answer, and once
-#: listed "1. troubleshooting.txt (similarity 0.60)" with the digest's ``PASSAGE_GIVEN`` after it), a
-#: document text's delimiter or header (``CONTEXT_DELIMITER``, ``DOCUMENT_HEADER``).
-MACHINERY = re.compile(
-    r'```|\{\s*"(?:name|arguments|args)"\s*:|^\s*- [\w-]+\(.*\) (?:returned|was not run)|\b[\w-]+\(\s*\{\s*"'
-    r"|\(similarity [\d.]+\)|"
+#: Clauses shorter than this many words are left out of ``PROMPT_ASKS``: "answer the question" is a person's
+#: words too.
+ASK_WORDS = 5
+
+
+def _clauses(*texts: str) -> list[str]:
+    """The clauses of the loop's own asks, each as a pattern that reads any run of spaces as one."""
+    found = []
+    for text in texts:
+        for clause in re.split(r"\{[^{}]*\}|[.;:()\n]", text):
+            words = re.findall(r"\S+", clause.strip().lstrip(","))
+            if len(words) >= ASK_WORDS:
+                found.append(r"\s+".join(re.escape(w) for w in words))
+    return list(dict.fromkeys(found))
+    return found
+
+
+#: What the loop says to steer the model (the catalog's rules, the asks after results, what a call that did
+#: not run is told), clause by clause. A person must never read it: with the next-step ask in its prompt,
+#: the 1.5B saved a note of the search's title followed by "The question also names save_note, which this
+#: turn has not used yet. Check every part of the question. ..." (bench/chains.py ``alert-pause-note``).
+PROMPT_ASKS = re.compile(
+    "|".join(
+        _clauses(
+            CATALOG_INSTRUCTIONS, REMINDER, ASK_NEXT_STEP, NAMED_UNUSED, ASK_ANSWER, SLOT, HELD, ALREADY_RUN,
+            REPEATED, WRITE_AGAIN, ASK_AGAIN_FIGURES,
+        )
+    ),
+    re.IGNORECASE,
+)  # fmt: skip
+#: What only the loop writes into a model's prompt, which a person's own text never holds: a clause of its
+#: asks (``PROMPT_ASKS``), a search passage's label (``SEARCH_HIT``: with history the 1.5B copied "[2] faq.md
+#: (similarity 0.55)" into an answer, and once listed "1. troubleshooting.txt (similarity 0.60)" with the
+#: digest's ``PASSAGE_GIVEN`` after it), a document text's delimiter or header (``CONTEXT_DELIMITER``,
+#: ``DOCUMENT_HEADER``). A write holding it is sent back (``approve.check_written_figures``).
+LOOP_TEXT = re.compile(
+    r"\(similarity [\d.]+\)|"
     + re.escape(PASSAGE_GIVEN)
     + "|"
     + CONTEXT_DELIMITER.pattern
     + "|"
-    + DOCUMENT_HEADER.pattern,
+    + DOCUMENT_HEADER.pattern
+    + "|(?i:"
+    + PROMPT_ASKS.pattern
+    + ")"
+)
+#: What only the machinery writes in an answer: a call's JSON (as ``save_note({"text": ...})`` too: with
+#: history the 1.5B answered with one), a code fence, a line of the results' digest, and ``LOOP_TEXT``. A
+#: write may hold JSON or code a person asked for; an answer in plain words does not.
+MACHINERY = re.compile(
+    r'```|\{\s*"(?:name|arguments|args)"\s*:|^\s*- [\w-]+\(.*\) (?:returned|was not run)|\b[\w-]+\(\s*\{\s*"|'
+    + LOOP_TEXT.pattern,
     re.M,
 )
 #: A figure written as a word ("two", "a hundred"): an answer states its result so too.

@@ -178,7 +178,9 @@ SEARCH_HIT = "[{index}] {title} (similarity {similarity:.2f})"
 PASSAGE_GIVEN = "(the same passage as in the context above)"
 #: Opens the answer to a write whose arguments state figures no source holds (G3, ``approve``).
 STRAY_WRITE = "Not run (figures)"
-#: Closes it: what the model is to do.
+#: Opens the answer to a write whose arguments copy the loop's own words (G3, ``approve``).
+LOOP_WRITE = "Not run (instructions copied)"
+#: Closes both: what the model is to do.
 WRITE_AGAIN = "Write the call again with the figures from these results."
 
 #: What the person reads of a run stopped at its time limit (a scheduled job's, ``Context.time_limit``).

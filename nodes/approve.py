@@ -42,9 +42,9 @@ from ..core.conversation import (
     turn_question,
     turn_start,
 )
-from ..core.figures import figures, shown, turn_sources, unsupported
+from ..core.figures import LOOP_TEXT, figures, shown, turn_sources, unsupported
 from ..core.jobs import deadline
-from ..core.prompts import ALREADY_RUN, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
+from ..core.prompts import ALREADY_RUN, LOOP_WRITE, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
 from ..core.question import ASK_TOOL, checked_answer, question_request
 from ..core.state import AgentState, Decision, decision, fork_of
 from ..providers.prompted.catalog import acts, strings
@@ -175,16 +175,20 @@ def check_written_figures(calls: list[ToolCall], state: AgentState, toolset: Too
     """G3 for a write: a call that changes something states only figures the turn's sources hold.
 
     After results are in, the 1.5B proposed the note "5 installations cost 60 EUR per year" where its
-    ``calculate`` had returned 720: a card a person might approve without reading the sum again. Such a call
-    is answered, not run and not shown, with the difference and the results, so the model writes it again;
-    a call of the same tool refused once already this turn goes on to the policy and the person as written.
+    ``calculate`` had returned 720: a card a person might approve without reading the sum again. It also
+    saved a note that copied the next-step ask ("The question also names save_note, ... Check every part of
+    the question."), words of the loop a person must never read (``LOOP_TEXT``). Such a call is answered,
+    not run and not shown, with the difference and the results, so the model writes it again; a call of the
+    same tool refused once already this turn goes on to the policy and the person as written.
     """
     messages = state["messages"]
     ran, sources = turn_sources(state.get("plan", {}), messages)
-    if not ran:
-        return Step([], [], calls, [])
     turn = messages[turn_start(messages) :]
-    refused = {m.name for m in turn if isinstance(m, ToolMessage) and message_text(m).startswith(STRAY_WRITE)}
+    refused = {
+        m.name
+        for m in turn
+        if isinstance(m, ToolMessage) and message_text(m).startswith((STRAY_WRITE, LOOP_WRITE))
+    }
     answered: list[ToolMessage] = []
     rest: list[ToolCall] = []
     notes: list[Decision] = []
@@ -192,14 +196,21 @@ def check_written_figures(calls: list[ToolCall], state: AgentState, toolset: Too
     computed, inputs = calculations(turn, figures(message_text(asked)) if asked else set())
     for call in calls:
         tool = toolset.tools.get(call["name"])
+        checked = bool(tool and acts(tool)) and call["name"] not in refused
         written = " ".join(strings(call["args"]))
-        stray = unsupported(written, sources) if tool and acts(tool) else []
-        operand = operands_only(written, computed, inputs) if tool and acts(tool) else []
-        if not (stray or operand) or call["name"] in refused:
+        copied = LOOP_TEXT.search(written) if checked else None
+        stray = unsupported(written, sources) if checked and ran else []
+        operand = operands_only(written, computed, inputs) if checked and ran else []
+        if not (copied or stray or operand):
             rest.append(call)
             continue
         results = "\n".join(results_in_words(turn))
-        if stray:
+        if copied:
+            said = " ".join(copied.group(0).split())
+            text = f"{LOOP_WRITE}: its arguments copy {said!r} from the instructions, not for the person."
+            why = f"{call['name']} would write the loop's own words ({said!r}): sent back to the model"
+            outcome: dict[str, object] = {"copied": said}
+        elif stray:
             named = ", ".join(shown(n) for n in stray)
             text = f"{STRAY_WRITE}: its arguments state {named}, which no result, document or question holds."
             why = f"{call['name']} would write {named}, which no source holds: sent back to the model"

@@ -114,11 +114,12 @@ RULES = (
     Rule(
         "write_figures",
         "a write call whose arguments state a figure no result, document or question holds, or state an "
-        "input of the turn's calculate and none of its results",
+        "input of the turn's calculate and none of its results, or copy the loop's own words to the model",
         "sends it back to the model once, before the policy or a person sees it (check_written_figures)",
-        'G3 "STRAY_WRITE" ({"stray"} or {"operand"})',
+        'G3 "STRAY_WRITE" / "LOOP_WRITE" ({"stray"}, {"operand"} or {"copied"})',
         "a note held the model's own sum where calculate had returned another; another held 120, the "
-        "input of calculate('5 * 120'), where it had returned 600 (fresh-clone CI, 2026-12-05)",
+        "input of calculate('5 * 120'), where it had returned 600 (fresh-clone CI, 2026-12-05); a note "
+        "saved the next-step ask ('... Check every part of the question.'; grove, 2026-12-07)",
         steers=False,
     ),
     Rule(
@@ -367,6 +368,17 @@ RULES = (
             "vs 2, frond 7 vs 7); answers or notes taking up an earlier exchange 0 vs 1; tokens read per "
             "task 934 vs 746 (the turn's message is read again after the first round); without history 18"
         ),
+    ),
+    Rule(
+        "catalog_after_history",
+        "a prompted model call whose turn's message follows earlier exchanges",
+        "puts the catalog as a system message right before that message, not in the system prompt "
+        "(catalog.with_catalog)",
+        "none (the prompt's order)",
+        "with history the 1.5B wrote sloppier first calls (a search for 'Lanternfish', 1000 - 280 / 2) than "
+        "without, where its tools stand right before the question",
+        steers=True,
+        measured="being measured",
     ),
     Rule(
         "answer_after_repeats",

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 from tests.support.helpers import decisions_of, user_message
 from workspace_agent.core.context import Context
 from workspace_agent.core.figures import problems
-from workspace_agent.core.prompts import PASSAGE_GIVEN
+from workspace_agent.core.prompts import ASK_NEXT_STEP, LOOP_WRITE, NAMED_UNUSED, PASSAGE_GIVEN
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
@@ -135,6 +135,37 @@ async def test_a_note_stating_a_figure_the_tools_contradict_is_sent_back_before_
     )
     (check,) = [d for d in decisions_of(out, "G3")]
     assert list(check["outcome"].values()) == [{"stray": [60.0]}]
+
+
+async def test_a_note_copying_the_loops_own_ask_is_sent_back_before_any_card(llm, saver, workspace, thread):
+    """The 1.5B saved a note of the next-step ask ("... Check every part of the question. ..."), unread."""
+    copied = f"Team plan notes: {NAMED_UNUSED.format(tools='save_note')}{ASK_NEXT_STEP}"
+    llm.push(
+        CALCULATE,
+        tool_reply(("save_note", {"text": copied})),
+        tool_reply(("save_note", {"text": "5 installations of the Team plan cost 720 EUR per year."})),
+    )
+    graph = build_graph(checkpointer=saver)
+    out = await graph.ainvoke(user_message(QUESTION), thread, context=Context(workspace=workspace))
+    (card,) = out["__interrupt__"]
+    assert [a["args"]["text"] for a in card.value["action_requests"]] == [
+        "5 installations of the Team plan cost 720 EUR per year."
+    ], "the note with the ask never reached a card"
+    sent_back = llm.requests[2]["messages"][-1]
+    assert sent_back["role"] == "tool" and sent_back["content"].startswith(LOOP_WRITE)
+    assert "calculate: 720" in sent_back["content"]
+    (check,) = decisions_of(out, "G3")
+    assert list(check["outcome"].values()) == [{"copied": "which this turn has not used yet"}]
+
+
+async def test_an_answer_quoting_the_loops_own_ask_is_asked_again(llm, saver, workspace, thread):
+    out = await turn(
+        llm, saver, workspace, thread,
+        text_reply(f"720 EUR per year. {ASK_NEXT_STEP}"),
+        text_reply("Five installations cost 720 EUR per year."),
+    )  # fmt: skip
+    assert out["messages"][-1].content == "Five installations cost 720 EUR per year."
+    assert decisions_of(out, "G3")[0]["outcome"] == {"asked_again": [], "machinery": True}
 
 
 async def test_a_write_sent_back_once_goes_to_the_person_as_written_the_second_time(
