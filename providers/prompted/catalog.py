@@ -29,6 +29,8 @@ _WORD = re.compile(r"[a-z0-9]+")
 _SLOT = re.compile(
     r"<([A-Za-z_]\w*)>|\{\{\s*([A-Za-z_]\w*)[^{}]*\}\}|\$\{\s*([A-Za-z_]\w*)[^{}]*\}|\$\(\s*([A-Za-z_]\w*)[^()]*\)"
 )
+#: A result of one of the tools ``{names}`` read as a variable: ``current_datetime['year']``.
+_RESULT_READ = r"\b(?:{names})\b\s*(?:\([^()]*\)\s*)?(?:\[[^\]]*\]|\.[A-Za-z_]\w*)+"
 #: Words a model puts in angle brackets for a value it does not have yet, beside tool and argument names.
 _SLOT_WORDS = {"result", "value", "output", "answer", "code", "number"}
 #: Share of the window trim keeps free for a prompted call's catalog (which is cut to what is left).
@@ -247,13 +249,17 @@ def placeholders(args: dict[str, Any], tools: dict[str, dict[str, Any]]) -> list
     one's argument with a slot in the catalog's own example style: ``"3 * <secret_code>"``. Such a call asks
     for nothing that can run yet; it is sent back, to be written again once the first call's result is in.
     A slot counts only when it names an offered tool, an argument, or a word like ``result``, so text that
-    merely contains angle brackets passes.
+    merely contains angle brackets passes. An offered tool's result read as a variable is a slot too: in one
+    list with ``current_datetime``, the 1.5B wrote ``calculate("2050 - (current_datetime['year'])")``.
     """
     known = {n.lower() for n in tools} | _SLOT_WORDS
     known |= {k.lower() for s in tools.values() for k in (s.get("properties") or {})}
+    names = "|".join(re.escape(n) for n in sorted(tools, key=len, reverse=True))
+    read = re.compile(_RESULT_READ.format(names=names)) if names else None
     found = []
     for value in strings(args):
         found += [m.group(0) for m in _SLOT.finditer(value) if _named(m).lower() in known]
+        found += [m.group(0) for m in read.finditer(value)] if read else []
     return found
 
 

@@ -401,6 +401,10 @@ def test_a_slot_written_for_a_result_not_yet_had_is_sent_back_but_angle_brackets
         "${secret_code}",
     ]
     assert placeholders({"text": "costs $(5) or {{braces}} or ${HOME}"}, schemas) == []
+    read = "(2050 - (current_datetime['year']))"  # the 1.5B, in one list with current_datetime
+    assert placeholders({"expression": read}, schemas) == ["current_datetime['year']"]
+    assert placeholders({"expression": "secret_code().value * 3"}, schemas) == ["secret_code().value"]
+    assert placeholders({"text": "current_datetime is a tool. So is calculate."}, schemas) == []
 
 
 def test_a_call_that_changes_something_waits_only_behind_a_lookup_in_its_own_list():
