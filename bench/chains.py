@@ -63,7 +63,9 @@ from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.checkpoints.db import run
 from workspace_agent.checkpoints.savers import postgres_saver
 from workspace_agent.core.context import Context
+from workspace_agent.core.conversation import message_text
 from workspace_agent.core.figures import PROMPT_ASKS
+from workspace_agent.core.prompts import LOOP_WRITE, STRAY_WRITE
 from workspace_agent.core.settings import context_size
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.nodes.services import Services
@@ -481,7 +483,8 @@ def strict_faults(task: Task, outcome: Outcome, calls: list[dict[str, Any]]) -> 
     """What a person reading the turn would hold against it, besides a wrong result (empty: none).
 
     - a figure in the answer or a note that is neither the question's nor the task's own;
-    - call JSON, a code fence or a results digest in the answer, a note or any reply shown as text;
+    - call JSON, a code fence, a results digest or the loop's own asks in the answer, a note or a write
+      that reached a card (one G3 sent back reached none);
     - a write (run or proposed) the question did not ask for;
     - a tool the task does not need;
     - with ``--history``, an answer or note that takes up an earlier exchange: quotes its question, or says
@@ -499,7 +502,8 @@ def strict_faults(task: Task, outcome: Outcome, calls: list[dict[str, Any]]) -> 
             if stray:
                 faults.append(f"figure {stray[0]:g} is not the task's")
                 break
-    shown = [outcome.answer, *outcome.notes, *(str(c["args"]) for c in calls if c["name"] in WRITE_TOOLS)]
+    written = [str(c["args"]) for c in calls if c["name"] in WRITE_TOOLS and c.get("status") != "sent back"]
+    shown = [outcome.answer, *outcome.notes, *written]
     if any(MACHINERY.search(text) or PROMPT_ASKS.search(text) for text in shown if text):
         faults.append("machinery shown")
     needed = set().union(*(KIND_TOOLS.get(part, set()) for part in task.kind.split(">")))
@@ -510,6 +514,11 @@ def strict_faults(task: Task, outcome: Outcome, calls: list[dict[str, Any]]) -> 
     if extra:
         faults.append(f"unneeded tool {', '.join(extra)}")
     return faults
+
+
+def sent_back(result: ToolMessage) -> str | None:
+    """``"sent back"`` for a write G3 answered before any card or run (its figures, the loop's words)."""
+    return "sent back" if message_text(result).startswith((STRAY_WRITE, LOOP_WRITE)) else None
 
 
 def _words(text: str) -> list[str]:
@@ -1391,7 +1400,7 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
     notes = (await records.notes(WORKSPACE, USER))[len(before_notes) :]
     turn = this_turn(values.get("messages") or [], task.prompt)
     asked = [m for m in turn if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls)]
-    ran = {m.tool_call_id: m.status for m in turn if isinstance(m, ToolMessage)}
+    ran = {m.tool_call_id: sent_back(m) or m.status for m in turn if isinstance(m, ToolMessage)}
     calls = [
         {"name": c["name"], "args": c["args"], "status": ran.get(c["id"] or "", "not run")}
         for m in asked

@@ -175,7 +175,7 @@ async def prompted_turn(
     reminding = first_round and not answer_only and offered and on("reminder")
     reminded = with_reminder(request, given_with) if reminding else request
     # No tool offered (C0 chose none): no catalog either, and the grammar admits text only
-    prompt = with_catalog(reminded, offered, on("catalog_after_history")) if offered else reminded
+    prompt = with_catalog(reminded, offered) if offered else reminded
     refused = None
     try:
         response = await ask(model, options, prompt, show_text="extra_body" in options)

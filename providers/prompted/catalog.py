@@ -187,20 +187,8 @@ def coerce(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def with_catalog(
-    messages: list[BaseMessage], tools: list[BaseTool], after_history: bool = False
-) -> list[BaseMessage]:
-    """The request with the tool catalog appended to the system prompt, or just before the turn's message.
-
-    ``after_history``: when earlier exchanges stand between the system prompt and the turn's message, the
-    catalog goes after them as a system message of its own, so the model reads its tools right before the
-    question, as it does in a thread without history; and the system prompt with the earlier exchanges,
-    which stay the same from turn to turn while the chosen tools change, is a prefix the server can keep.
-    """
-    start = turn_start(messages)
-    between = [m for m in messages[:start] if not isinstance(m, SystemMessage)]
-    if after_history and between and turn_question(messages) is not None:
-        return [*messages[:start], SystemMessage(catalog(tools)), *messages[start:]]
+def with_catalog(messages: list[BaseMessage], tools: list[BaseTool]) -> list[BaseMessage]:
+    """The request with the tool catalog appended to the system prompt."""
     if messages and isinstance(messages[0], SystemMessage):
         return [SystemMessage(message_text(messages[0]) + "\n\n" + catalog(tools)), *messages[1:]]
     return [SystemMessage(catalog(tools)), *messages]

@@ -370,17 +370,6 @@ RULES = (
         ),
     ),
     Rule(
-        "catalog_after_history",
-        "a prompted model call whose turn's message follows earlier exchanges",
-        "puts the catalog as a system message right before that message, not in the system prompt "
-        "(catalog.with_catalog)",
-        "none (the prompt's order)",
-        "with history the 1.5B wrote sloppier first calls (a search for 'Lanternfish', 1000 - 280 / 2) than "
-        "without, where its tools stand right before the question",
-        steers=True,
-        measured="being measured",
-    ),
-    Rule(
         "answer_after_repeats",
         "a round of calls that all repeated calls already answered, failed ones included (approve)",
         "withholds the tools: the next reply is the answer (call_model._offered_tools)",

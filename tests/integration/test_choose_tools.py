@@ -24,11 +24,8 @@ FAQ = Path(__file__).resolve().parents[2] / "samples" / "workspace" / "faq.md"
 
 
 def in_catalog(request: dict) -> list[str]:
-    """The tools the catalog of a prompted request describes (none when it has no catalog).
-
-    The catalog closes the system prompt, or stands in a system message of its own after earlier exchanges.
-    """
-    system = "\n".join(m["content"] for m in request["messages"] if m["role"] == "system")
+    """The tools the catalog of a prompted request describes (none when it has no catalog)."""
+    system = request["messages"][0]["content"] if request["messages"][0]["role"] == "system" else ""
     if "\n\nTools:\n" not in system:
         return []
     return re.findall(r"^- (\w+): ", system.split("\n\nTools:\n", 1)[1], flags=re.MULTILINE)
