@@ -474,9 +474,15 @@ WRITTEN_DATE = re.compile(
 LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)
 
 
+#: A saved note's number as an answer names it ("saved the note with the ID 62", "note #62"): a name, not a
+#: figure. The notes table numbers them across runs, so before this was read as a name a note task passed or
+#: failed by how many notes the bench's database held (34 passed as a minute of the clock, 62 did not).
+NOTE_ID = re.compile(r"\b(?:note|id)\s+(?:(?:is|number)\s+)?#?\d+|\bnote\s*#\d+", re.IGNORECASE)
+
+
 def figures_of(text: str) -> list[float]:
-    """The figures a person reads in ``text``: its numbers outside dates, times of day and list markers."""
-    return numbers(LIST_MARKER.sub(" ", WRITTEN_DATE.sub(" ", text)))
+    """The figures a person reads in ``text``: its numbers but dates, times, list markers and note numbers."""
+    return numbers(NOTE_ID.sub(" ", LIST_MARKER.sub(" ", WRITTEN_DATE.sub(" ", text))))
 
 
 def strict_faults(task: Task, outcome: Outcome, calls: list[dict[str, Any]]) -> list[str]:
