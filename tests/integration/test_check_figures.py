@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 
 from tests.support.helpers import decisions_of, user_message
 from workspace_agent.core.context import Context
-from workspace_agent.core.figures import problems
+from workspace_agent.core.figures import LOOP_TEXT, problems
 from workspace_agent.core.prompts import ASK_NEXT_STEP, LOOP_WRITE, NAMED_UNUSED, PASSAGE_GIVEN
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
@@ -429,3 +429,11 @@ async def test_a_listed_passage_with_its_score_or_the_digests_note_is_machinery(
     assert problems(listed, source) == ([], True)
     assert problems(f"It keeps 2 KB {PASSAGE_GIVEN}.", source) == ([], True)
     assert problems("It keeps the first 2 KB of the error (the FAQ says so).", source) == ([], False)
+
+
+def test_the_loops_own_words_are_told_apart_from_a_persons():
+    """What sends a write back: the prompt's asks and layout, never JSON or words a person writes too."""
+    assert LOOP_TEXT.search("From the guide [END CONTEXT 2]: 12 EUR a month.")
+    assert LOOP_TEXT.search(f"Note. {ASK_NEXT_STEP}") and LOOP_TEXT.search(NAMED_UNUSED.format(tools="x"))
+    assert not LOOP_TEXT.search('{"name": "weekly report", "rows": 3}'), "JSON a person may ask to save"
+    assert not LOOP_TEXT.search("Check every part of the engine before the trip.")
