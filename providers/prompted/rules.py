@@ -269,7 +269,9 @@ RULES = (
         measured=(
             f"{STRICT}: 2026-12-04, done 12 -> 10 and strict 6 -> 5 of 16 without it (two notes lost); "
             "2026-12-05 reading only actions: the same strict count (21 vs 22 of 32), and 'Which documents "
-            "are in this workspace?' one round after the listing instead of three (115 s -> 27 s)"
+            "are in this workspace?' one round after the listing instead of three (115 s -> 27 s); "
+            "bench/chains.py --split grove,person,fern [--without named_unused], grove untouched: "
+            "2026-12-07, strict 16 vs 14 of 24, the four document-then-note tasks wrote no note without it"
         ),
     ),
     Rule(
