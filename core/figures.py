@@ -54,7 +54,6 @@ def _clauses(*texts: str) -> list[str]:
             if len(words) >= ASK_WORDS:
                 found.append(r"\s+".join(re.escape(w) for w in words))
     return list(dict.fromkeys(found))
-    return found
 
 
 #: What the loop says to steer the model (the catalog's rules, the asks after results, what a call that did
