@@ -389,6 +389,16 @@ def note_with_weekday(outcome: Outcome) -> bool:
     return False
 
 
+def note_with_month(outcome: Outcome) -> bool:
+    """A note names this month and no other."""
+    months = {outcome.started.strftime("%B"), outcome.ended.strftime("%B")}
+    for note in outcome.notes:
+        named = {m for m in calendar.month_name[1:] if m.lower() in note.lower()}
+        if named and named <= months:
+            return True
+    return False
+
+
 def minutes_since_midnight(outcome: Outcome) -> set[float]:
     """The minutes since midnight at any moment of the task."""
     moment, found = outcome.started, set()
@@ -1321,13 +1331,56 @@ SPORE = [
     Task("red-planet", "none", "@agent Which planet is known as the Red Planet?", mentions("Mars"), "Mars",
          set()),
 ]  # fmt: skip
+#: Written at the start of stop 57 (issue 33), before anything of that stop changed, and run untouched first:
+#: one two-step task per kind (three read a figure from the documents), in wordings no earlier set used.
+THORN = [
+    Task("down-after-5min", "documents>calculate",
+         "@agent My Lanternfish checks run every 5 minutes. How many minutes of failing does it take before "
+         "a check is marked down?", says(15), "15 minutes (3 x 5)", {5, 3, 15}),
+    Task("business-two-yearly", "documents>calculate",
+         "@agent On yearly billing, what do two Lanternfish Business installations cost per year?", says(980),
+         "980 EUR (2 x 490)", {2, 490, 980}),
+    Task("team-pages-x3", "documents>calculate",
+         "@agent I have 3 Lanternfish Team installations. How many status pages do I get across all of them?",
+         says(15), "15 (3 x 5)", {3, 5, 15}),
+    Task("memory-jot", "documents>note",
+         "@agent Look up how much memory a Lanternfish server needs at least and jot it down in a note.",
+         note_says(512), "a note with 512 MB", {512, 1, 200}),
+    Task("product-48-15-note", "calculate>note", "@agent Multiply 48 by 15 and keep the answer in my notes.",
+         note_says(720), "a note with 720", {48, 15, 720}),
+    Task("year-plus-25", "datetime>calculate", "@agent Which year will it be 25 years from now?",
+         says(lambda o: {y + 25 for y in this_year(o)}), "this year + 25",
+         lambda o: clock_figures(o) | {25.0} | {y + 25 for y in this_year(o)}),
+    Task("month-note", "datetime>note", "@agent Save a note saying which month it is.", note_with_month,
+         "a note with this month", clock_figures),
+    Task("times-then-minus", "calculate>calculate", "@agent Multiply 36 by 25 and take 150 off the result.",
+         says(750), "750", {36, 25, 900, 150, 750}),
+]  # fmt: skip
+#: One step or none, written with ``thorn`` and run untouched first. None asks for a write.
+LICHEN = [
+    Task("sqrt-1764", "calculate", "@agent What is the square root of 1764?", says(42), "42", {1764, 42, 2}),
+    Task("times-125-16", "calculate", "@agent How much is 125 times 16?", says(2000), "2000",
+         {125, 16, 2000}),
+    Task("month-of-year", "datetime", "@agent Which month of the year are we in now?", month_named,
+         "this month", clock_figures),
+    Task("date-now", "datetime", "@agent Can you tell me today's full date?", date_said, "today's date",
+         clock_figures),
+    Task("team-checks", "documents", "@agent How many checks come with the Lanternfish Team plan?", says(250),
+         "250", {250}),
+    Task("private-network", "documents",
+         "@agent What do I need to run to monitor services on a private network with Lanternfish?",
+         mentions("probe"), "a Lanternfish probe", set()),
+    Task("octopus-hearts", "none", "@agent How many hearts does an octopus have?", says(3), "3", {3}),
+    Task("romeo-juliet", "none", "@agent Who wrote Romeo and Juliet?", mentions("Shakespeare"),
+         "William Shakespeare", set()),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
          "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS,
          "fen": FEN, "heath": HEATH, "reed": REED, "sedge": SEDGE, "fern": FERN, "frond": FROND,
-         "grove": GROVE, "spore": SPORE}  # fmt: skip
+         "grove": GROVE, "spore": SPORE, "thorn": THORN, "lichen": LICHEN}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
