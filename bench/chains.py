@@ -1348,12 +1348,12 @@ THORN = [
          note_says(512), "a note with 512 MB", {512, 1, 200}),
     Task("product-48-15-note", "calculate>note", "@agent Multiply 48 by 15 and keep the answer in my notes.",
          note_says(720), "a note with 720", {48, 15, 720}),
-    Task("year-plus-25", "datetime>calculate", "@agent Which year will it be 25 years from now?",
-         says(lambda o: {y + 25 for y in this_year(o)}), "this year + 25",
-         lambda o: clock_figures(o) | {25.0} | {y + 25 for y in this_year(o)}),
-    Task("month-note", "datetime>note", "@agent Save a note saying which month it is.", note_with_month,
+    Task("year-in-33", "datetime>calculate", "@agent In 33 years, which year will it be?",
+         says(lambda o: {y + 33 for y in this_year(o)}), "this year + 33",
+         lambda o: clock_figures(o) | {33.0} | {y + 33 for y in this_year(o)}),
+    Task("month-saved", "datetime>note", "@agent Save a note saying which month it is.", note_with_month,
          "a note with this month", clock_figures),
-    Task("times-then-minus", "calculate>calculate", "@agent Multiply 36 by 25 and take 150 off the result.",
+    Task("times-take-off", "calculate>calculate", "@agent Multiply 36 by 25 and take 150 off the result.",
          says(750), "750", {36, 25, 900, 150, 750}),
 ]  # fmt: skip
 #: One step or none, written with ``thorn`` and run untouched first. None asks for a write.
@@ -1371,8 +1371,8 @@ LICHEN = [
          "@agent What do I need to run to monitor services on a private network with Lanternfish?",
          mentions("probe"), "a Lanternfish probe", set()),
     Task("octopus-hearts", "none", "@agent How many hearts does an octopus have?", says(3), "3", {3}),
-    Task("romeo-juliet", "none", "@agent Who wrote Romeo and Juliet?", mentions("Shakespeare"),
-         "William Shakespeare", set()),
+    Task("starry-night", "none", "@agent Who painted The Starry Night?", mentions("Gogh"), "Vincent van Gogh",
+         set()),
 ]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
