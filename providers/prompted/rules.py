@@ -286,6 +286,16 @@ RULES = (
         ),
     ),
     Rule(
+        "question_first",
+        "a turn whose prompt gives document context before a short question (trim.build_prompt)",
+        "says the question before the context as well as after it (trim.question_first)",
+        "none (the prompt's text)",
+        "with the question after four passages, the 1.5B took the first figure of the right plan's row "
+        "(49 EUR a month) where the next line gave the yearly price asked for (490)",
+        steers=True,
+        measured="to be measured",
+    ),
+    Rule(
         "described_call",
         'a text reply that says a tool should be called ("you need to call `calculate`")',
         "asks for that call under the grammar of calls (described_calls)",
