@@ -34,7 +34,6 @@ from ..providers.prompted.catalog import catalog_reserve
 from ..providers.prompted.rules import on
 from ..providers.tokens import count, count_messages, cut_middle, ensure_tokenizer
 
-
 #: Longest message said before the document context too (tokens): a long one would be read twice.
 QUESTION_FIRST_MAX = 80
 

@@ -99,6 +99,8 @@ _QUANTITY_ASKED = re.compile(
     r"remain(?:s|ing)?)\b",
     re.IGNORECASE,
 )
+#: A number counting things ("3 installations", "in 33 years"): a quantity given to compute with.
+_COUNTED = re.compile(r"\b\d+(?:[.,]\d+)*\s+(?:[A-Za-z]+\s+){0,2}?[a-z]+s\b")
 _UNITS = r"seconds|minutes|hours|days|weeks|months|years|bytes|kilobytes|megabytes|gigabytes"
 _UNIT_ASKED = rf"\b(?:how many|in) ({_UNITS}|times)\b"
 _ARITHMETIC = f"{_OPERANDS}|{_UNIT_ASKED}"
@@ -149,10 +151,14 @@ def unit_given(message: str, passages: Sequence[str]) -> str | None:
 def something_to_compute(message: str) -> bool:
     """Whether the message gives ``calculate`` something to compute (``figure_alone``'s reading).
 
-    An operation named or written, two numbers, or a number (or "together") in a message that asks for a
-    quantity or a count in time ("how old does someone born in 1990 turn?", "the year 25 years from now").
+    An operation named or written, two numbers, a number that counts things ("I run 3 installations", "in 33
+    years": the 1.5B, not offered ``calculate`` for these, read its own sum as a stray figure), or a number
+    (or "together") in a message that asks for a quantity or a count in time ("how old does someone born in
+    1990 turn?", "the year 25 years from now"). A title or a year alone counts nothing ("the novel 1984").
     """
     if _NAMED_OPERATION.search(message) or len(_NUMBER.findall(message)) >= 2:
+        return True
+    if on("figure_counts") and _COUNTED.search(message):
         return True
     lone = bool(_NUMBER.search(message)) or bool(re.search(r"\btogether\b", message, re.IGNORECASE))
     return lone and bool(_QUANTITY_ASKED.search(message))

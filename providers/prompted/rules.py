@@ -179,6 +179,17 @@ RULES = (
         ),
     ),
     Rule(
+        "figure_counts",
+        "a message whose one number counts things ('3 installations', 'in 33 years')",
+        "reads it as something to compute: calculate is offered (cues.something_to_compute)",
+        'C0 "calculate: asked for in words"',
+        "not offered calculate, the 1.5B answered 'In 33 years, which year will it be?' with a year no "
+        "result held, which G3 then replaced by the clock's reading; 'I run 3 installations on the Business "
+        "plan ... my monthly bill?' was not offered it either",
+        steers=True,
+        measured="to be measured",
+    ),
+    Rule(
         "passages_only",
         "the only tool C0 would offer is search_documents, for no reason but the passages retrieval "
         "already gave with the message",

@@ -26,6 +26,8 @@ ASKED = [
     ("calculate", "How old is a house built in 1932?"),  # one number, a quantity asked (figure_alone)
     ("calculate", "Which year will it be 40 years from now?"),
     ("calculate", "How many guests come together if 12 say yes?"),
+    ("calculate", "We are 6 friends sharing the cabin. What does each of us pay?"),  # a count (figure_counts)
+    ("calculate", "In 12 weeks, which month will it be?"),
     ("current_datetime", "Is it already the weekend, what's the date?"),
     ("summarize_document", "Give me a summary of the lease."),
     ("sql_query", "How many invoices are in the billing database?"),
@@ -40,6 +42,7 @@ NOT_ASKED = [
     ("calculate", "How many rooms does the flat on Elm Street have?"),
     ("calculate", "Who directed the film 2001: A Space Odyssey?"),  # a number, nothing to compute
     ("calculate", "Which bands played together at the festival?"),
+    ("calculate", "Which films won prizes at the 1969 festival in Cannes?"),  # a year counts nothing
     ("calculate", "What is the difference between a lease and a rental agreement?"),
     ("summarize_document", "Which documents are in this workspace?"),
 ]
