@@ -33,10 +33,6 @@ def context_block(texts: list[str]) -> str:
     return "Context:\n" + "".join(f"[CONTEXT {i}]:\n{t}\n[END CONTEXT {i}]\n\n" for i, t in enumerate(texts))
 
 
-#: The person's question, said before the document context as well as after it (``trim.question_first``).
-QUESTION_FIRST = "Question: {question}\n\nRead the context below for this question.\n\n"
-
-
 #: The delimiters ``context_block`` puts around each document text, as an answer may copy them: the 1.5B,
 #: with earlier exchanges in its prompt, closed an answer in prose with "[END CONTEXT 3]". A person must never
 #: read them (G3 cuts them; a write's text holding one is sent back).

@@ -28,26 +28,10 @@ from ..core.plan import (
     assemble,
     render_system,
 )
-from ..core.prompts import QUESTION_FIRST, context_block, memory_block
+from ..core.prompts import context_block, memory_block
 from ..core.state import AgentState, decision
 from ..providers.prompted.catalog import catalog_reserve
-from ..providers.prompted.rules import on
 from ..providers.tokens import count, count_messages, cut_middle, ensure_tokenizer
-
-#: Longest message said before the document context too (tokens): a long one would be read twice.
-QUESTION_FIRST_MAX = 80
-
-
-def question_first(message: str) -> str:
-    """The person's question said before the document context, when it is short; else nothing.
-
-    A decoder reads each passage in the light of what came before it only: with the question after four
-    passages, the 1.5B took the first figure of the right plan's row ("49 EUR a month") for a yearly price
-    the next line gives (490). Given the question first, it reads the passages for it (the "query-aware
-    contextualization" of Liu et al., *Lost in the Middle*, 2023). The question stays after them as well.
-    """
-    text = message.strip()
-    return QUESTION_FIRST.format(question=text) if text and count(text) <= QUESTION_FIRST_MAX else ""
 
 
 def _fit_system(prompt: str, context: str, limit: int) -> tuple[str, str, bool]:
@@ -116,8 +100,7 @@ def build_prompt(
     history, turn = conversation(messages, ctx.history_limit)
     first = messages[: len(messages) - len(turn) + 1]  # the thread up to the running turn's user message
     window, avail = ctx.window, ctx.window - ctx.reply_reserve - catalog
-    asked = question_first(prompt_text(turn[0])) if context and turn and on("question_first") else ""
-    prompt, turn_context = render_system(ctx), memory_block(memories) + asked + context_block(context)
+    prompt, turn_context = render_system(ctx), memory_block(memories) + context_block(context)
     plan: Plan = {
         "system": prompt,
         "context": turn_context,

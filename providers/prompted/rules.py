@@ -187,7 +187,12 @@ RULES = (
         "result held, which G3 then replaced by the clock's reading; 'I run 3 installations on the Business "
         "plan ... my monthly bill?' was not offered it either",
         steers=True,
-        measured="to be measured",
+        measured=(
+            "bench/chains.py --split thorn,grove --only year-in-33,business-bill-x3 [--without figure_counts], "
+            "1.5B: 2026-12-07, it changes the offer of these 2 of the bench's 272 tasks (both need calculate) "
+            "and of no task of one step or none; year-in-33 (untouched thorn) wrong in both untouched runs, "
+            "right (2059) in both runs with it; business-bill-x3 wrong either way (read the Team price)"
+        ),
     ),
     Rule(
         "passages_only",
@@ -295,16 +300,6 @@ RULES = (
         measured=(
             f"{STRICT}: 2026-12-04: strict 6 of 16 with and without; one round fewer on one task, a note kept"
         ),
-    ),
-    Rule(
-        "question_first",
-        "a turn whose prompt gives document context before a short question (trim.build_prompt)",
-        "says the question before the context as well as after it (trim.question_first)",
-        "none (the prompt's text)",
-        "with the question after four passages, the 1.5B took the first figure of the right plan's row "
-        "(49 EUR a month) where the next line gave the yearly price asked for (490)",
-        steers=True,
-        measured="to be measured",
     ),
     Rule(
         "described_call",

@@ -89,23 +89,3 @@ def test_cut_middle_hits_its_target_and_leaves_short_text_alone():
     cut = cut_middle(text, 100)
     assert count(cut) <= 105 and cut.startswith("w0") and cut.endswith("w1999") and MARKER in cut
     assert cut_middle("short", 100) == "short"
-
-
-def test_a_short_question_is_said_before_the_document_context_as_well():
-    ctx = Context(context_window=8192)
-    messages = [HumanMessage("@agent What does the Team plan cost a year?", id="u")]
-    plan, _ = build_prompt(ctx, messages, ["likes tea"], ["Team: 120 EUR a year"])
-    last = assemble(plan, messages)[-1].content
-    asked = last.index("Question: What does the Team plan cost a year?")
-    assert last.index("likes tea") < asked < last.index("[CONTEXT 0]"), "memories, the question, the context"
-    assert last.endswith("What does the Team plan cost a year?"), "and the question still closes the message"
-
-
-def test_no_context_or_a_long_message_is_not_said_twice():
-    ctx = Context(context_window=8192)
-    short = [HumanMessage("What does the Team plan cost a year?", id="u")]
-    plan, _ = build_prompt(ctx, short, [], [])
-    assert "Question:" not in assemble(plan, short)[-1].content, "nothing to read it against"
-    long = [HumanMessage("Please read this. " * 40 + "What does it cost?", id="u")]
-    plan, _ = build_prompt(ctx, long, [], ["Team: 120 EUR a year"])
-    assert "Question:" not in assemble(plan, long)[-1].content, "a long message would be read twice"
