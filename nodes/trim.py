@@ -31,18 +31,7 @@ from ..core.plan import (
 from ..core.prompts import context_block, memory_block
 from ..core.state import AgentState, decision
 from ..providers.prompted.catalog import catalog_reserve
-from ..providers.prompted.rules import on
 from ..providers.tokens import count, count_messages, cut_middle, ensure_tokenizer
-
-
-def nearest_last(context: list[str]) -> list[str]:
-    """The turn's document texts, the one retrieval ranked first placed last, next to the question.
-
-    A decoder reads the question after every passage; the passage nearest to it is the one it weighs
-    most (Liu et al., *Lost in the Middle*, 2023, saw answers best with the relevant text at either end).
-    Retrieval ranks the best first, so the whole list is turned round: the best ends it.
-    """
-    return list(reversed(context))
 
 
 def _fit_system(prompt: str, context: str, limit: int) -> tuple[str, str, bool]:
@@ -111,8 +100,7 @@ def build_prompt(
     history, turn = conversation(messages, ctx.history_limit)
     first = messages[: len(messages) - len(turn) + 1]  # the thread up to the running turn's user message
     window, avail = ctx.window, ctx.window - ctx.reply_reserve - catalog
-    given = nearest_last(context) if on("nearest_last") else context
-    prompt, turn_context = render_system(ctx), memory_block(memories) + context_block(given)
+    prompt, turn_context = render_system(ctx), memory_block(memories) + context_block(context)
     plan: Plan = {
         "system": prompt,
         "context": turn_context,

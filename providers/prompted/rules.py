@@ -303,16 +303,6 @@ RULES = (
         ),
     ),
     Rule(
-        "nearest_last",
-        "a turn whose prompt gives document texts before the question (trim.build_prompt)",
-        "gives them in the reverse of retrieval's order, so the best ranked stands next to the question",
-        "none (the prompt's text)",
-        "with the pricing passage first and three others between it and the question, the 1.5B took the "
-        "monthly price (49) where the line after it gave the yearly one asked for (490)",
-        steers=True,
-        measured="to be measured",
-    ),
-    Rule(
         "described_call",
         'a text reply that says a tool should be called ("you need to call `calculate`")',
         "asks for that call under the grammar of calls (described_calls)",
