@@ -191,8 +191,8 @@ RULES = (
             "bench/chains.py --split thorn,grove --only year-in-33,business-bill-x3 [--without "
             "figure_counts], 1.5B: 2026-12-07, it changes the offer of these 2 of the bench's 272 tasks "
             "(both need calculate) and of no task of one step or none; year-in-33 (untouched thorn) wrong "
-            "in both untouched runs, right (2059) in both runs with it; business-bill-x3 wrong either way "
-            "(read the Team price)"
+            "in both untouched runs and in the same code's run without it, right (2059) in both runs with "
+            "it; business-bill-x3 wrong either way (read the Team price); bench/README.md, stop 57"
         ),
     ),
     Rule(
