@@ -46,7 +46,7 @@ import re
 import statistics
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -379,24 +379,30 @@ def note_with_date(outcome: Outcome) -> bool:
     return any(d.lower() in n.lower() for n in outcome.notes for d in dates_of(outcome))
 
 
+def names_only(text: str, names: Sequence[str], allowed: set[str]) -> bool:
+    """The text names one of ``names`` (case ignored), and only ones in ``allowed``."""
+    named = {n for n in names if n.lower() in text.lower()}
+    return bool(named) and named <= allowed
+
+
+def weekdays_of(outcome: Outcome) -> set[str]:
+    """The task's weekday (both, if midnight fell in between)."""
+    return {WEEKDAYS[outcome.started.weekday()], WEEKDAYS[outcome.ended.weekday()]}
+
+
+def months_of(outcome: Outcome) -> set[str]:
+    """The task's month (both, if a month ended in between)."""
+    return {outcome.started.strftime("%B"), outcome.ended.strftime("%B")}
+
+
 def note_with_weekday(outcome: Outcome) -> bool:
     """A note names today's weekday and no other."""
-    days = {WEEKDAYS[outcome.started.weekday()], WEEKDAYS[outcome.ended.weekday()]}
-    for note in outcome.notes:
-        named = {d for d in WEEKDAYS if d.lower() in note.lower()}
-        if named and named <= days:
-            return True
-    return False
+    return any(names_only(note, WEEKDAYS, weekdays_of(outcome)) for note in outcome.notes)
 
 
 def note_with_month(outcome: Outcome) -> bool:
     """A note names this month and no other."""
-    months = {outcome.started.strftime("%B"), outcome.ended.strftime("%B")}
-    for note in outcome.notes:
-        named = {m for m in calendar.month_name[1:] if m.lower() in note.lower()}
-        if named and named <= months:
-            return True
-    return False
+    return any(names_only(note, calendar.month_name[1:], months_of(outcome)) for note in outcome.notes)
 
 
 def minutes_since_midnight(outcome: Outcome) -> set[float]:
@@ -557,9 +563,7 @@ def earlier_taken_up(text: str, answers: list[str]) -> bool:
 
 def weekday_named(outcome: Outcome) -> bool:
     """The answer names today's weekday and no other."""
-    days = {WEEKDAYS[outcome.started.weekday()], WEEKDAYS[outcome.ended.weekday()]}
-    named = {d for d in WEEKDAYS if d.lower() in outcome.answer.lower()}
-    return bool(named) and named <= days
+    return names_only(outcome.answer, WEEKDAYS, weekdays_of(outcome))
 
 
 def date_said(outcome: Outcome) -> bool:
@@ -569,9 +573,7 @@ def date_said(outcome: Outcome) -> bool:
 
 def month_named(outcome: Outcome) -> bool:
     """The answer names this month and no other."""
-    months = {outcome.started.strftime("%B"), outcome.ended.strftime("%B")}
-    named = {m for m in calendar.month_name[1:] if m.lower() in outcome.answer.lower()}
-    return bool(named) and named <= months
+    return names_only(outcome.answer, calendar.month_name[1:], months_of(outcome))
 
 
 def mentions(*words: str) -> Check:
