@@ -242,9 +242,9 @@ def difference(after: dict[str, float], before: dict[str, float]) -> dict[str, f
     return {k: round(after.get(k, 0.0) - before.get(k, 0.0), 3) for k in after}
 
 
-def bench_context(**overrides: Any) -> Context:
+def bench_context(workspace: str = WORKSPACE, **overrides: Any) -> Context:
     """The bench workspace's settings: prompted calls (the local model's), no MCP servers, a bench user."""
-    return Context(workspace=WORKSPACE, user_id=USER, native_tool_calling=False, mcp_servers=[], **overrides)
+    return Context(workspace=workspace, user_id=USER, native_tool_calling=False, mcp_servers=[], **overrides)
 
 
 async def seed() -> None:
@@ -454,6 +454,7 @@ class Task:
     check: Check
     expected: str
     figures: set[float] | Callable[[Outcome], set[float]] | None = None
+    bare: bool = False  # asked in a workspace of its own with no documents, as the dev server's ``default``
 
 
 # --- the strict reading: the answer as a person reads it -------------------------------------------------
@@ -579,6 +580,16 @@ def month_named(outcome: Outcome) -> bool:
 def mentions(*words: str) -> Check:
     """The answer holds each of these words (case ignored)."""
     return lambda outcome: all(w.lower() in outcome.answer.lower() for w in words)
+
+
+def no_guess(*given: float) -> Check:
+    """An answer stating no figure but the question's (``given``): what a task no source answers expects."""
+
+    def check(outcome: Outcome) -> bool:
+        stated = figures_of(outcome.answer)
+        return bool(outcome.answer.strip()) and all(any(abs(n - g) < 1e-6 for g in given) for n in stated)
+
+    return check
 
 
 def clock_figures(outcome: Outcome) -> set[float]:
@@ -1376,13 +1387,38 @@ LICHEN = [
     Task("starry-night", "none", "@agent Who painted The Starry Night?", mentions("Gogh"), "Vincent van Gogh",
          set()),
 ]  # fmt: skip
+#: Written in stop 58, before G3's check of ``calculate``'s operands was measured: each asked in a workspace
+#: with no documents (the dev server's ``default``). The first five need a figure nobody gave; a person
+#: expects to hear it is not known, not a made-up price and its product. The last three give every figure.
+HUSK = [
+    Task("team-x3-unpriced", "documents>calculate",
+         "@agent What do 3 Lanternfish Team installations cost per month?", no_guess(3), "not known", set(),
+         bare=True),
+    Task("pro-seats-yearly", "documents>calculate", "@agent How much would 4 Pro seats cost us per year?",
+         no_guess(4), "not known", set(), bare=True),
+    Task("crates-weight", "documents>calculate",
+         "@agent What do 6 of our standard shipping crates weigh in total?", no_guess(6), "not known", set(),
+         bare=True),
+    Task("migrate-servers-hours", "documents>calculate",
+         "@agent How many hours will it take to migrate our 12 servers?", no_guess(12), "not known", set(),
+         bare=True),
+    Task("cloud-bill-15pct", "documents>calculate", "@agent What is 15 percent of our monthly cloud bill?",
+         no_guess(15), "not known", set(), bare=True),
+    Task("seat-given-yearly", "calculate",
+         "@agent A Team seat costs 14 EUR a month. What do 3 seats cost per year?", says(504), "504",
+         {14, 3, 12, 42, 168, 504}, bare=True),
+    Task("percent-of-250", "calculate", "@agent What is 18 percent of 250?", says(45), "45", {18, 250, 45},
+         bare=True),
+    Task("hours-in-9-weeks", "calculate", "@agent How many hours are there in 9 weeks?", says(1512), "1512",
+         {9, 7, 24, 63, 168, 1512}, bare=True),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
          "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS,
          "fen": FEN, "heath": HEATH, "reed": REED, "sedge": SEDGE, "fern": FERN, "frond": FROND,
-         "grove": GROVE, "spore": SPORE, "thorn": THORN, "lichen": LICHEN}  # fmt: skip
+         "grove": GROVE, "spore": SPORE, "thorn": THORN, "lichen": LICHEN, "husk": HUSK}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
@@ -1440,14 +1476,15 @@ class Result:
 async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, history: bool) -> Result:
     """One task in a fresh thread (after two chat exchanges with ``history``), checked."""
     config = {"configurable": {"thread_id": f"chains-{uuid.uuid4().hex}"}}
-    context = bench_context()
+    workspace = f"{WORKSPACE}-bare-{uuid.uuid4().hex[:8]}" if task.bare else WORKSPACE
+    context = bench_context(workspace)
     records = PostgresRecords()
     earlier: list[str] = []
     if history:
         for text in HISTORY:
             values, _ = await plain_turn(graph, text, config, context)
             earlier.append(str(values["messages"][-1].content))
-    before_notes = await records.notes(WORKSPACE, USER)
+    before_notes = await records.notes(workspace, USER)
     before = await model.counters()
     started, clock = datetime.now().astimezone(), time.perf_counter()
     error, values, approvals = None, {}, 0
@@ -1458,7 +1495,7 @@ async def run_task(graph: Any, model: ModelUnderTest, split: str, task: Task, hi
     seconds = time.perf_counter() - clock
     ended = datetime.now().astimezone()
     server = difference(await model.counters(), before)
-    notes = (await records.notes(WORKSPACE, USER))[len(before_notes) :]
+    notes = (await records.notes(workspace, USER))[len(before_notes) :]
     turn = this_turn(values.get("messages") or [], task.prompt)
     asked = [m for m in turn if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls)]
     ran = {m.tool_call_id: sent_back(m) or m.status for m in turn if isinstance(m, ToolMessage)}
@@ -1713,11 +1750,18 @@ def _without_check_figures() -> None:
     check_figures.problems = lambda *_args: ([], False)  # type: ignore[assignment]
 
 
-#: Rules of the prompted loop (``providers/prompted/rules.py``, the steering ones) and G3, which
-#: ``--without`` switches off for one run.
+def _without_calculate_operands() -> None:
+    from workspace_agent.nodes import approve
+
+    approve.unsourced_operands = lambda *_args: []  # type: ignore[assignment]
+
+
+#: Rules of the prompted loop (``providers/prompted/rules.py``, the steering ones) and G3's two checks (of
+#: the answer, of ``calculate``'s operands), which ``--without`` switches off for one run.
 RULES: dict[str, Callable[[], None]] = {
     **{r.name: partial(rules.off.add, r.name) for r in rules.RULES if r.steers},
     "check_figures": _without_check_figures,
+    "calculate_operands": _without_calculate_operands,
 }
 
 

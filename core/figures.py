@@ -28,6 +28,7 @@ from .prompts import (
     REMINDER,
     REPEATED,
     SLOT,
+    UNSOURCED_CALCULATION,
     WRITE_AGAIN,
 )
 
@@ -64,7 +65,7 @@ PROMPT_ASKS = re.compile(
     "|".join(
         _clauses(
             CATALOG_INSTRUCTIONS, REMINDER, ASK_NEXT_STEP, NAMED_UNUSED, ASK_ANSWER, SLOT, HELD, ALREADY_RUN,
-            REPEATED, WRITE_AGAIN, ASK_AGAIN_FIGURES,
+            REPEATED, WRITE_AGAIN, ASK_AGAIN_FIGURES, UNSOURCED_CALCULATION,
         )
     ),
     re.IGNORECASE,
@@ -128,6 +129,53 @@ def unsupported(answer: str, sources: str) -> list[float]:
     return sorted(n for n in stated if abs(n) > SMALL and not any(abs(n - g) < 1e-9 for g in given))
 
 
+#: Factors a calculation brings itself, which no source need hold: 12 months, 24 hours, 60 minutes, 52 weeks,
+#: 365 days, 1000 and 1024 (the small ones, 7 days, are under ``SMALL``).
+UNIT_FACTORS = frozenset(
+    {12.0, 24.0, 28.0, 30.0, 31.0, 52.0, 60.0, 365.0, 366.0, 1000.0, 1024.0, 1440.0, 3600.0}
+)
+#: Halves and quarters, which a calculation writes for "half" or "a quarter" as a person says them.
+PARTS = frozenset({0.25, 0.5, 0.75, 1.5})
+#: Figures a source may write as a word ("fifteen percent"); the value of each word alone.
+WORD_VALUES = {
+    w: float(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+} | {"thirty": 30.0, "forty": 40.0, "fifty": 50.0, "sixty": 60.0, "seventy": 70.0, "eighty": 80.0,
+     "ninety": 90.0, "hundred": 100.0, "thousand": 1000.0}  # fmt: skip
+
+
+def _held(value: float, given: set[float]) -> bool:
+    return any(abs(value - g) < 1e-6 * max(1.0, abs(g)) for g in given)
+
+
+def _own(n: float, divides: bool) -> bool:
+    """Whether a calculation brings ``n`` itself: a small whole count, a part, a unit, a percent's 100."""
+    return (abs(n) <= SMALL and n == int(n)) or n in PARTS or n in UNIT_FACTORS or (n == 100 and divides)
+
+
+def unsourced_operands(expression: str, sources: str) -> list[float]:
+    """The figures a calculation starts from that no source of the turn holds, in order of value.
+
+    With no document to read, the 1.5B asked what three installations cost wrote ``calculate("3 * 100")``
+    with a price it made up, and answered "300 dollars": a result every check then reads as a source. A
+    figure is given when a source holds it, as a figure or a word, or as a percent of it (``0.15``, ``1.15``
+    and ``0.85`` for 15 %); a small whole count, a half or a quarter, a unit's factor and ``100`` in a
+    division (a percent) are the calculation's own.
+    """
+    words = {WORD_VALUES[w.lower()] for w in NUMBER_WORD.findall(sources) if w.lower() in WORD_VALUES}
+    given = figures(sources) | words
+    divides = "/" in expression
+    found = []
+    for n in sorted(figures(expression, clock=False)):
+        percent = {n * 100, (n - 1) * 100, (1 - n) * 100} if abs(n) < 2 else set()
+        if not (_own(n, divides) or _held(n, given) or any(_held(p, given) for p in percent)):
+            found.append(n)
+    return found
+
+
 def problems(answer: str, sources: str) -> tuple[list[float], bool]:
     """What keeps an answer from the person: figures no source holds, and whether it shows the machinery."""
     return unsupported(answer, sources), bool(MACHINERY.search(answer))
@@ -142,12 +190,14 @@ def turn_sources(plan: Plan, messages: Sequence[BaseMessage]) -> tuple[list[Tool
     """The running turn's tool results that ran, and the text a figure may come from.
 
     That text is those results in full and the prompt the model read (the system prompt with the date, the
-    history, the documents, the question).
+    history, the documents, the question), without what the loop answered in place of a result: a call sent
+    back names the very figure no source holds ("Not run (figures): ... 60").
 
     Both G3 checks read the same sources, so an answer and a write's card are held to one standard.
     """
     results = [
         m for m in messages[turn_start(messages) :] if isinstance(m, ToolMessage) and m.status != "error"
     ]
-    text = [message_text(m) for m in [*assemble(plan, messages), *results]]
+    read = [m for m in assemble(plan, messages) if not (isinstance(m, ToolMessage) and m.status == "error")]
+    text = [message_text(m) for m in [*read, *results]]
     return results, "\n".join(text)

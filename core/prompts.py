@@ -182,6 +182,17 @@ STRAY_WRITE = "Not run (figures)"
 LOOP_WRITE = "Not run (instructions copied)"
 #: Closes both: what the model is to do.
 WRITE_AGAIN = "Write the call again with the figures from these results."
+#: Answers a ``calculate`` call that starts from a figure no source of the turn holds (G3, ``approve``).
+NOT_GIVEN_RUN = "Not run (figures not given)"
+UNSOURCED_CALCULATION = (
+    NOT_GIVEN_RUN + ": {figures} is in no tool result, document or question of this turn, so the result "
+    "would be made up. Find the figure with a tool that looks it up, or tell the person it is not known."
+)
+#: What the person reads when a calculation was refused for that, no tool gave a result and the answer still
+#: states a figure no source holds: a plain statement, not a guess.
+NOT_GIVEN = (
+    "I could not find the figures this needs in the documents or in your question, so I cannot work it out."
+)
 
 #: What the person reads of a run stopped at its time limit (a scheduled job's, ``Context.time_limit``).
 TIMED_OUT = "This run stopped at its time limit of {limit:g} s, before it had an answer."

@@ -42,9 +42,17 @@ from ..core.conversation import (
     turn_question,
     turn_start,
 )
-from ..core.figures import LOOP_TEXT, figures, shown, turn_sources, unsupported
+from ..core.figures import LOOP_TEXT, figures, shown, turn_sources, unsourced_operands, unsupported
 from ..core.jobs import deadline
-from ..core.prompts import ALREADY_RUN, LOOP_WRITE, RESULTS_IN_WORDS, STRAY_WRITE, WAITING, WRITE_AGAIN
+from ..core.prompts import (
+    ALREADY_RUN,
+    LOOP_WRITE,
+    RESULTS_IN_WORDS,
+    STRAY_WRITE,
+    UNSOURCED_CALCULATION,
+    WAITING,
+    WRITE_AGAIN,
+)
 from ..core.question import ASK_TOOL, checked_answer, question_request
 from ..core.state import AgentState, Decision, decision, fork_of
 from ..providers.prompted.catalog import acts, strings
@@ -225,6 +233,37 @@ def check_written_figures(calls: list[ToolCall], state: AgentState, toolset: Too
             _answer(call["id"], call["name"], f"{text}\n{RESULTS_IN_WORDS}{results}\n{WRITE_AGAIN}")
         )
         notes.append(decision("G3", "code", {call["id"]: outcome}, why))
+    return Step(answered, [], rest, notes)
+
+
+def check_operands(calls: list[ToolCall], state: AgentState, toolset: Toolset) -> Step:
+    """G3 for a calculation: ``calculate`` starts only from figures the turn's sources hold.
+
+    A result is a source every later check trusts, so a made-up operand would pass through it as fact: with
+    no document to read, the 1.5B priced three installations with ``calculate("3 * 100")`` and answered "300
+    dollars", which the answer's check then found in a result. Such a call is answered, not run, with the
+    figure named, so the model looks it up or says it is not known. A repeat is refused again: unlike a write,
+    no person reads a calculation before its result is used.
+    """
+    _, sources = turn_sources(state.get("plan", {}), state["messages"])
+    answered: list[ToolMessage] = []
+    rest: list[ToolCall] = []
+    notes: list[Decision] = []
+    for call in calls:
+        tool = toolset.tools.get(call["name"])
+        builtin = tool is not None and not (tool.metadata or {}).get("mcp")
+        made_up = (
+            unsourced_operands(" ".join(strings(call["args"])), sources)
+            if builtin and call["name"] == "calculate"
+            else []
+        )
+        if not made_up:
+            rest.append(call)
+            continue
+        named = ", ".join(shown(n) for n in made_up)
+        answered.append(_answer(call["id"], call["name"], UNSOURCED_CALCULATION.format(figures=named)))
+        why = f"calculate would start from {named}, which no result, document or question holds: not run"
+        notes.append(decision("G3", "code", {call["id"]: {"unsourced": made_up}}, why))
     return Step(answered, [], rest, notes)
 
 
@@ -474,10 +513,11 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
     toolset = await services.toolset(ctx)
     # 1. Validity: unparsable calls, repeats of calls that already ran, tools not offered or not there
     valid = check_validity(ai, state["messages"], toolset)
-    # 2. Figures: a write states only what the turn's sources hold (G3)
+    # 2. Figures: a write states only what the turn's sources hold, and a calculation starts from them (G3)
     written = check_written_figures(valid.rest, state, toolset)
+    operands = check_operands(written.rest, state, toolset)
     # 3. Budget: only as many valid calls as the turn may still make
-    budget = check_budget(written.rest, ctx.max_tool_calls - state.get("tool_calls_made", 0))
+    budget = check_budget(operands.rest, ctx.max_tool_calls - state.get("tool_calls_made", 0))
     # 4. Questions: the person answers the model's ask_person calls (Q1), before any approval card
     asked = ask_questions(budget.rest)
     # 5. Policy: auto-approved calls run unasked
@@ -487,7 +527,7 @@ async def approve(state: AgentState, runtime: Runtime[Context], *, services: Ser
     # 7. A person: one approval card for all the calls still open
     person = await ask_person(grants.rest, ctx, toolset, services.records)
     # 8. The update, from the steps' results, each round in the order of the model's calls
-    screened = in_call_order(ai.tool_calls, valid, written, budget, asked)
+    screened = in_call_order(ai.tool_calls, valid, written, operands, budget, asked)
     allowed = in_call_order(asked.rest, policy, grants)
     answers = [*screened.answered, *person.answered]
     approved = {c["id"]: c for c in [*allowed.run, *person.run]}

@@ -21,7 +21,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.runtime import Runtime
 
 from ..core.context import Context
@@ -34,6 +41,8 @@ from ..core.prompts import (
     DOCUMENT_HEADER,
     NO_PLAIN_ANSWER,
     NO_RESULT_STATED,
+    NOT_GIVEN,
+    NOT_GIVEN_RUN,
     RESULTS_IN_WORDS,
     SHOWS_MACHINERY,
     STRAY_FIGURES,
@@ -144,6 +153,16 @@ def computed_unstated(ran: list[ToolMessage], answer: str) -> bool:
     return computed and not figures(answer, clock=False) and not NUMBER_WORD.search(answer)
 
 
+def refused_calculation(messages: list[AnyMessage]) -> bool:
+    """Whether ``approve`` refused a calculation of this turn for a figure no source holds.
+
+    The model was told the figure is not known; an answer stating a figure no source holds after that is a
+    guess, checked like one after results, even when no tool ran: nothing else gave it.
+    """
+    turn = messages[turn_start(messages) :]
+    return any(isinstance(m, ToolMessage) and message_text(m).startswith(NOT_GIVEN_RUN) for m in turn)
+
+
 def _problem(stray: list[float], shows: bool) -> str:
     named = STRAY_FIGURES.format(figures=", ".join(shown(n) for n in stray)) if stray else ""
     return " and ".join(p for p in (named, SHOWS_MACHINERY if shows else "") if p)
@@ -191,7 +210,8 @@ async def _checked(
     """G3 on one answer: its figures after tool results, or a call written into it when no tool ran."""
     messages = state["messages"]
     ran, sources = turn_sources(state.get("plan", {}), messages[:-1])
-    if not ran:
+    made_up = not any(m.name == "calculate" for m in ran) and refused_calculation(messages)
+    if not ran and not made_up:
         return await _no_quoted_call(state, ctx, services, last, answer)
     stray, shows = problems(answer, sources)
     unstated = not stray and not shows and computed_unstated(ran, answer)
@@ -205,7 +225,11 @@ async def _checked(
         else {"asked_again": stray, **({"machinery": True} if shows else {})}
     )
     notes = [decision("G3", "code", found, f"the answer {problem}")]
-    words = RESULTS_IN_WORDS + "\n".join(results_in_words(messages[turn_start(messages) :]))
+    words = (
+        NOT_GIVEN
+        if made_up
+        else RESULTS_IN_WORDS + "\n".join(results_in_words(messages[turn_start(messages) :]))
+    )
     again = await _ask_again(state, ctx, services, answer, problem, words)
     still = problems(again, sources) if again else (stray, shows)
     if again and not still[0] and not still[1] and not computed_unstated(ran, again):

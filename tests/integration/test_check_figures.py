@@ -7,12 +7,19 @@ the prompt and the question, and records each step as a G3 decision.
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 
 from tests.support.helpers import decisions_of, user_message
 from workspace_agent.core.context import Context
 from workspace_agent.core.figures import LOOP_TEXT, problems
-from workspace_agent.core.prompts import ASK_NEXT_STEP, LOOP_WRITE, NAMED_UNUSED, PASSAGE_GIVEN
+from workspace_agent.core.prompts import (
+    ASK_NEXT_STEP,
+    LOOP_WRITE,
+    NAMED_UNUSED,
+    NOT_GIVEN,
+    NOT_GIVEN_RUN,
+    PASSAGE_GIVEN,
+)
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply, tool_reply
 
@@ -437,3 +444,57 @@ def test_the_loops_own_words_are_told_apart_from_a_persons():
     assert LOOP_TEXT.search(f"Note. {ASK_NEXT_STEP}") and LOOP_TEXT.search(NAMED_UNUSED.format(tools="x"))
     assert not LOOP_TEXT.search('{"name": "weekly report", "rows": 3}'), "JSON a person may ask to save"
     assert not LOOP_TEXT.search("Check every part of the engine before the trip.")
+
+
+PRICE_UNKNOWN = "@agent What do 3 Lanternfish Team installations cost per month?"
+
+
+async def unsourced_turn(llm, saver, workspace, thread, *replies) -> dict:
+    """The dev server's finding: no document holds a price, and the model makes one up to compute with."""
+    llm.push(tool_reply(("calculate", {"expression": "3 * 100"})), *replies)
+    graph = build_graph(checkpointer=saver)
+    return await graph.ainvoke(user_message(PRICE_UNKNOWN), thread, context=Context(workspace=workspace))
+
+
+async def test_a_calculation_from_a_figure_no_source_holds_is_not_run(llm, saver, workspace, thread):
+    out = await unsourced_turn(
+        llm, saver, workspace, thread,
+        text_reply("3 installations cost 300 dollars per month."),
+        text_reply("The documents do not give the Team plan's price, so I cannot say."),
+    )  # fmt: skip
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [(m.name, m.status) for m in results] == [("calculate", "error")], "calculate never ran"
+    refused = llm.requests[1]["messages"][-1]
+    assert refused["role"] == "tool" and refused["content"].startswith(NOT_GIVEN_RUN)
+    assert "100 is in no tool result" in refused["content"], "the made-up figure is named to the model"
+    unsourced, asked, answered = decisions_of(out, "G3")
+    assert list(unsourced["outcome"].values()) == [{"unsourced": [100.0]}]
+    assert asked["outcome"] == {"asked_again": [300.0]}, "with no result, the answer's 300 is still checked"
+    assert answered["outcome"] == "answered again"
+    assert out["messages"][-1].content == "The documents do not give the Team plan's price, so I cannot say."
+
+
+async def test_a_made_up_figure_stated_twice_is_never_shown(llm, saver, workspace, thread):
+    out = await unsourced_turn(
+        llm, saver, workspace, thread,
+        tool_reply(("calculate", {"expression": "3 * 100"})),  # the same call again: refused again
+        text_reply("3 installations cost 300 dollars per month."),
+        text_reply("It is 300 dollars."),
+    )  # fmt: skip
+    assert [m.status for m in out["messages"] if isinstance(m, ToolMessage)] == ["error", "error"]
+    assert out["messages"][-1].content == NOT_GIVEN
+    assert "300" not in out["messages"][-1].content and "100" not in out["messages"][-1].content
+
+
+async def test_a_calculation_from_given_figures_and_units_runs(llm, saver, workspace, thread):
+    llm.push(
+        tool_reply(("calculate", {"expression": "640 * 0.15 + 3 * 12 * 52 / 100"})),
+        text_reply("That makes 114.72."),
+    )
+    graph = build_graph(checkpointer=saver)
+    question = "@agent Take fifteen percent of 640 and add 3 dozen per week for a year, in hundreds."
+    out = await graph.ainvoke(user_message(question), thread, context=Context(workspace=workspace))
+    assert [(m.name, m.status) for m in out["messages"] if isinstance(m, ToolMessage)] == [
+        ("calculate", "success")
+    ]
+    assert out["messages"][-1].content == "That makes 114.72."

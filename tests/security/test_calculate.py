@@ -114,7 +114,10 @@ async def test_the_bomb_in_a_turn_is_an_error_tool_message_and_the_turn_goes_on(
     graph = build_graph(checkpointer=saver)
     llm.push(tool_reply(("calculate", {"expression": BOMB})), text_reply("too big"))
     started = time.perf_counter()
-    out = await graph.ainvoke(user_message("@agent compute it"), thread, context=Context(workspace=workspace))
+    # the person's own expression: a calculation from figures nobody gave is not run at all (G3)
+    out = await graph.ainvoke(
+        user_message(f"@agent compute {BOMB}"), thread, context=Context(workspace=workspace)
+    )
     assert time.perf_counter() - started < 20
     assert out["stop_reason"] == "answered"
     [ran] = decisions_of(out, "C10")[1:]
@@ -132,7 +135,10 @@ async def test_calculate_runs_in_a_worker_under_the_dev_server(llm, dev_server, 
     llm.push(tool_reply(("calculate", {"expression": "6*7"}), ("calculate", {"expression": BOMB})))
     llm.push(text_reply("42, and the other is too big"))
     out = await client.runs.wait(
-        thread["thread_id"], "agent", input=user_message("@agent compute"), context={"workspace": workspace}
+        thread["thread_id"],
+        "agent",
+        input=user_message(f"@agent compute 6*7 and {BOMB}"),
+        context={"workspace": workspace},
     )
     assert out["stop_reason"] == "answered"
     answers = [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
