@@ -11,10 +11,10 @@ from langgraph.runtime import Runtime
 
 from ..core.client_loop import hand_back, stub_tools
 from ..core.context import Context
-from ..core.conversation import message_text, turn_asked
+from ..core.conversation import message_text, turn_asked, turn_start
 from ..core.jobs import time_left, timed_out
 from ..core.plan import assemble
-from ..core.prompts import ALREADY_RUN, CUT_CALL
+from ..core.prompts import ALREADY_RUN, CUT_CALL, NOT_GIVEN_RUN
 from ..core.state import AgentState, Decision, decision
 from ..providers.prompted import (
     answered_tools,
@@ -41,6 +41,21 @@ def _only_repeats(messages: list[AnyMessage]) -> bool:
     """Whether the last round's calls all repeated calls already run this turn (answered, not run, by C10)."""
     results = last_results(messages)
     return bool(results) and all(message_text(m).endswith(ALREADY_RUN) for m in results)
+
+
+def _made_up_again(messages: list[AnyMessage], tools: list[BaseTool]) -> bool:
+    """Whether the last round was only calculations refused for a figure nobody gave, and none can find it.
+
+    There is none when ``calculate`` is the turn's only tool, or when it was refused so once already: with no
+    document to read, the 1.5B wrote ten calculations of made-up prices in a row, each refused (husk, with
+    history).
+    """
+    results = last_results(messages)
+    if not results or not all(message_text(m).startswith(NOT_GIVEN_RUN) for m in results):
+        return False
+    turn = messages[turn_start(messages) :]
+    refused = [m for m in turn if isinstance(m, ToolMessage) and message_text(m).startswith(NOT_GIVEN_RUN)]
+    return len(refused) > len(results) or {t.name for t in tools} <= {"calculate"}
 
 
 async def _offered_tools(
@@ -73,6 +88,11 @@ async def _offered_tools(
             "it asked again for results it already has",
             [decision("G1", "code", "tools withheld", why)],
         )
+    if _made_up_again(state["messages"], tools):
+        why = (
+            "its calculations started from figures nobody gave, and nothing is left to find them: it answers"
+        )
+        return tools, "the figures it needs are not given", [decision("G1", "code", "tools withheld", why)]
     messages: list[BaseMessage] = list(state["messages"])
     prompted = not ctx.native_tool_calling and on("no_args_once")
     if prompted and answered_tools(tools, messages) >= {t.name for t in tools}:

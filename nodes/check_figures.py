@@ -241,6 +241,6 @@ async def _checked(
         text = f"{again}\n\n{words}"
     else:
         why = f"the second answer {_problem(*still) or NO_RESULT_STATED}"
-        notes.append(decision("G3", "code", "results shown", why))
+        notes.append(decision("G3", "code", "not given said" if made_up else "results shown", why))
         text = words
     return {"messages": [last.model_copy(update={"content": text})], "decisions": notes}

@@ -123,6 +123,19 @@ RULES = (
         steers=False,
     ),
     Rule(
+        "calculate_operands",
+        "a calculate call whose expression holds a figure no result, document or question of the turn holds "
+        "(a small count, a half, a unit's factor, a percent's 100 or fraction aside)",
+        "answers it not run, naming the figure and asking for a lookup or 'not known'; withholds the tools "
+        "after a round of only such refusals if none is left to look it up, or on the second; the answer "
+        "after it is checked even with no result (approve.check_operands, call_model._made_up_again)",
+        'G3 {"unsourced": [...]}',
+        "with no document to read, the 1.5B priced three installations with calculate('3 * 100') and "
+        "answered '300 dollars', which G3 then found in a result (langgraph dev, default workspace, "
+        "2026-12-07); with history, ten refused calculations in a row (husk, 2026-12-08)",
+        steers=False,
+    ),
+    Rule(
         "stream_hold_back",
         "a prompted reply being streamed reaches a brace or a code fence",
         "streams nothing from there on: a call or a digest copy is never shown as it is written (streaming)",

@@ -482,6 +482,10 @@ async def test_a_made_up_figure_stated_twice_is_never_shown(llm, saver, workspac
         text_reply("It is 300 dollars."),
     )  # fmt: skip
     assert [m.status for m in out["messages"] if isinstance(m, ToolMessage)] == ["error", "error"]
+    withheld = [d for d in decisions_of(out, "G1") if d["outcome"] == "tools withheld"]
+    assert len(withheld) == 1, "refused twice, the model is asked for its answer, not for a tenth calculation"
+    assert not llm.requests[2].get("tools"), "the answer's request offers no tool"
+    assert decisions_of(out, "G3")[-1]["outcome"] == "not given said"
     assert out["messages"][-1].content == NOT_GIVEN
     assert "300" not in out["messages"][-1].content and "100" not in out["messages"][-1].content
 

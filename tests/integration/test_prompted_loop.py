@@ -16,7 +16,7 @@ from tests.support.helpers import decisions_of, user_message
 from tests.support.tools import recorded
 from workspace_agent.checkpoints.chatlog import PostgresRecords
 from workspace_agent.core.context import Context
-from workspace_agent.core.prompts import ASK_NEXT_STEP, NAMED_UNUSED, REMINDER, REPEATED
+from workspace_agent.core.prompts import ASK_ANSWER, ASK_NEXT_STEP, NAMED_UNUSED, REMINDER, REPEATED
 from workspace_agent.graphs.agent import build_graph
 from workspace_agent.samples.scripted_model import text_reply
 
@@ -701,3 +701,26 @@ async def test_a_write_in_the_first_round_or_one_that_failed_ends_nothing(
     )
     assert "call-record" in llm.requests[2]["grammar"]
     assert llm.requests[3]["grammar"].startswith("root ::= text\n")
+
+
+async def test_with_only_calculate_a_made_up_figure_is_refused_once_and_the_model_answers(
+    llm, saver, workspace, thread
+):
+    """Nothing is left to look the figure up with: the next reply is the answer, not another guess."""
+    llm.push(
+        calls(("calculate", {"expression": "3 * 100"})),
+        text_reply("The documents do not give the Team plan's price, so I cannot say what 3 cost."),
+    )
+    graph = build_graph(checkpointer=saver)
+    out = await graph.ainvoke(
+        user_message("@agent What do 3 Lanternfish Team installations cost per month?"),
+        thread,
+        context=prompted(workspace, only_tools=["calculate"]),
+    )
+    assert out["messages"][-1].content.startswith("The documents do not give the Team plan's price")
+    (unsourced,) = decisions_of(out, "G3")[:1]
+    assert list(unsourced["outcome"].values()) == [{"unsourced": [100.0]}]
+    assert [d["outcome"] for d in decisions_of(out, "G1")][0] == "tools withheld"
+    answer_ask = llm.requests[1]["messages"][-1]["content"]
+    assert "100 is in no tool result" in answer_ask, "the refusal reaches the model in its digest"
+    assert answer_ask.endswith(ASK_ANSWER), "asked for the answer, not for the next step"

@@ -21,7 +21,7 @@ SOURCES = (
         "49 * 1.15",  # a rise by it
         "49 * 0.85",  # a cut by it
         "12 * 12 * 5",  # twelve months of a monthly price
-        "49 * 24 * 365 / 1000",  # units of time and size
+        "49 * 24 * 365 / 1024",  # units of time and size
     ],
 )
 def test_figures_a_source_holds_or_a_unit_brings_are_given(expression: str) -> None:
@@ -35,6 +35,7 @@ def test_figures_a_source_holds_or_a_unit_brings_are_given(expression: str) -> N
         ("49 * 0.2", [0.2]),  # a discount of 20 % nobody gave
         ("2026 - 1999", [1999.0]),
         ("14 * 3 + 49", [14.0]),
+        ("4 * 1000 * 12", [1000.0]),  # a round price made up, not thousands converted
     ],
 )
 def test_a_figure_nothing_gave_is_made_up(expression: str, made_up: list[float]) -> None:
