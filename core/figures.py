@@ -132,9 +132,7 @@ def unsupported(answer: str, sources: str) -> list[float]:
 #: Factors a calculation brings itself, which no source need hold: 12 months, 24 hours, 60 minutes, 52 weeks,
 #: 365 days, 1024 (the small ones, 7 days, are under ``SMALL``). Not 1000: the 1.5B priced four seats with
 #: ``4 * 1000 * 12``, a round figure made up, more often than anything converted thousands.
-UNIT_FACTORS = frozenset(
-    {12.0, 24.0, 28.0, 30.0, 31.0, 52.0, 60.0, 365.0, 366.0, 1024.0, 1440.0, 3600.0}
-)
+UNIT_FACTORS = frozenset({12.0, 24.0, 28.0, 30.0, 31.0, 52.0, 60.0, 365.0, 366.0, 1024.0, 1440.0, 3600.0})
 #: Halves and quarters, which a calculation writes for "half" or "a quarter" as a person says them.
 PARTS = frozenset({0.25, 0.5, 0.75, 1.5})
 #: Figures a source may write as a word ("fifteen percent"); the value of each word alone.

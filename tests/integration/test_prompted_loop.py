@@ -720,7 +720,7 @@ async def test_with_only_calculate_a_made_up_figure_is_refused_once_and_the_mode
     assert out["messages"][-1].content.startswith("The documents do not give the Team plan's price")
     (unsourced,) = decisions_of(out, "G3")[:1]
     assert list(unsourced["outcome"].values()) == [{"unsourced": [100.0]}]
-    assert [d["outcome"] for d in decisions_of(out, "G1")][0] == "tools withheld"
+    assert next(d["outcome"] for d in decisions_of(out, "G1")) == "tools withheld"
     answer_ask = llm.requests[1]["messages"][-1]["content"]
     assert "100 is in no tool result" in answer_ask, "the refusal reaches the model in its digest"
     assert answer_ask.endswith(ASK_ANSWER), "asked for the answer, not for the next step"
