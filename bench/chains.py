@@ -48,7 +48,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -1667,6 +1667,10 @@ async def bench(options: argparse.Namespace) -> None:
         wanted = set(options.only.split(","))
         chosen = [(split, t) for split, t in chosen if t.id in wanted]
     chosen = chosen[: options.limit or None]
+    if options.bare:
+        chosen = [
+            (split, replace(t, bare=True)) for split, t in chosen if t.bare or "documents" not in t.kind
+        ]
     rows = []
     every_result: list[Result] = []
     async with session("chains", options.out) as run_:
@@ -1772,6 +1776,11 @@ def main() -> None:
     splits = ", ".join(SPLITS)
     parser.add_argument("--split", default="all", help=f"{splits}; several (tune,held-out), all")
     parser.add_argument("--history", action="store_true", help="two earlier chat exchanges in each thread")
+    parser.add_argument(
+        "--bare",
+        action="store_true",
+        help="each task in an empty workspace of its own; document tasks left out",
+    )
     parser.add_argument("--limit", type=int, default=0, help="only the first N tasks of the split")
     parser.add_argument("--only", default="", help="only these tasks (ids, comma-separated)")
     parser.add_argument("--baseline-every", type=int, default=4, help="a baseline after every N tasks")
