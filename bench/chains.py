@@ -1412,13 +1412,37 @@ HUSK = [
     Task("hours-in-9-weeks", "calculate", "@agent How many hours are there in 9 weeks?", says(1512), "1512",
          {9, 7, 24, 63, 168, 1512}, bare=True),
 ]  # fmt: skip
+#: Written in stop 58 after ``husk`` had been read and before ``reminder_alone`` was measured on it: word
+#: problems, the clock and general knowledge in a workspace with no documents, none of them a lookup.
+BURR = [
+    Task("tickets-15", "calculate", "@agent A bus ticket costs 3.20 EUR. What do 15 tickets cost?", says(48),
+         "48 EUR", {3.2, 15, 48}, bare=True),
+    Task("percent-880", "calculate", "@agent What is 12.5 percent of 880?", says(110), "110",
+         {12.5, 880, 110}, bare=True),
+    Task("minutes-14h", "calculate", "@agent How many minutes are there in 14 hours?", says(840), "840",
+         {14, 60, 840}, bare=True),
+    Task("sleep-month", "calculate",
+         "@agent I sleep 7.5 hours a night. How many hours is that in a 30-day month?", says(225), "225",
+         {7.5, 30, 225}, bare=True),
+    Task("bill-split-9", "calculate",
+         "@agent We split a 1,260 EUR bill between 9 people. How much does each pay?", says(140), "140 EUR",
+         {1260, 9, 140}, bare=True),
+    Task("year-in-4", "datetime>calculate", "@agent What year will it be in 4 years?",
+         says(lambda o: {y + 4 for y in this_year(o)}), "this year + 4",
+         lambda o: clock_figures(o) | {4.0} | {y + 4 for y in this_year(o)}, bare=True),
+    Task("water-boils", "none", "@agent At what temperature in Celsius does water boil at sea level?",
+         says(100), "100", {100}, bare=True),
+    Task("pride-prejudice", "none", "@agent Who wrote Pride and Prejudice?", mentions("Austen"),
+         "Jane Austen", set(), bare=True),
+]  # fmt: skip
 #: The splits written after the first two, in the order they were written.
 LATER = {"fresh": FRESH, "unseen": UNSEEN, "blind": BLIND, "sealed": SEALED, "final": FINAL, "last": LAST,
          "coda": CODA, "encore": ENCORE, "person": PERSON, "single": SINGLE, "plain": PLAIN,
          "brief": BRIEF, "morrow": MORROW, "nudge": NUDGE, "ledger": LEDGER, "plumb": PLUMB,
          "quarry": QUARRY, "sprig": SPRIG, "thicket": THICKET, "bramble": BRAMBLE, "moss": MOSS,
          "fen": FEN, "heath": HEATH, "reed": REED, "sedge": SEDGE, "fern": FERN, "frond": FROND,
-         "grove": GROVE, "spore": SPORE, "thorn": THORN, "lichen": LICHEN, "husk": HUSK}  # fmt: skip
+         "grove": GROVE, "spore": SPORE, "thorn": THORN, "lichen": LICHEN, "husk": HUSK,
+         "burr": BURR}  # fmt: skip
 SPLITS = ("tune", "held-out", *LATER)
 
 
