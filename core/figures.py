@@ -150,9 +150,14 @@ def _held(value: float, given: set[float]) -> bool:
     return any(abs(value - g) < 1e-6 * max(1.0, abs(g)) for g in given)
 
 
-def _own(n: float, divides: bool) -> bool:
+#: ``100`` as a percent's: divided by ("15 / 100 * 640"), or multiplying a quotient ("(7 - 6) / 6 * 100").
+#: Not ``(3 * 100) / 12``: the 1.5B wrote that with a price of 100 it made up.
+PERCENT_100 = re.compile(r"/\s*100(?![\d.])|/[^*+\-]*\*\s*100(?![\d.])")
+
+
+def _own(n: float, percent: bool) -> bool:
     """Whether a calculation brings ``n`` itself: a small whole count, a part, a unit, a percent's 100."""
-    return (abs(n) <= SMALL and n == int(n)) or n in PARTS or n in UNIT_FACTORS or (n == 100 and divides)
+    return (abs(n) <= SMALL and n == int(n)) or n in PARTS or n in UNIT_FACTORS or (n == 100 and percent)
 
 
 def unsourced_operands(expression: str, sources: str) -> list[float]:
@@ -161,16 +166,16 @@ def unsourced_operands(expression: str, sources: str) -> list[float]:
     With no document to read, the 1.5B asked what three installations cost wrote ``calculate("3 * 100")``
     with a price it made up, and answered "300 dollars": a result every check then reads as a source. A
     figure is given when a source holds it, as a figure or a word, or as a percent of it (``0.15``, ``1.15``
-    and ``0.85`` for 15 %); a small whole count, a half or a quarter, a unit's factor and ``100`` in a
-    division (a percent) are the calculation's own.
+    and ``0.85`` for 15 %); a small whole count, a half or a quarter, a unit's factor and a percent's ``100``
+    (``PERCENT_100``) are the calculation's own.
     """
     words = {WORD_VALUES[w.lower()] for w in NUMBER_WORD.findall(sources) if w.lower() in WORD_VALUES}
     given = figures(sources) | words
-    divides = "/" in expression
+    percent_100 = bool(PERCENT_100.search(expression))
     found = []
     for n in sorted(figures(expression, clock=False)):
         percent = {n * 100, (n - 1) * 100, (1 - n) * 100} if abs(n) < 2 else set()
-        if not (_own(n, divides) or _held(n, given) or any(_held(p, given) for p in percent)):
+        if not (_own(n, percent_100) or _held(n, given) or any(_held(p, given) for p in percent)):
             found.append(n)
     return found
 

@@ -17,6 +17,7 @@ SOURCES = (
         "49 * 3",  # a price the documents give, a small count
         "2026 - 1999 + 0",  # the clock's year; 1999 is checked below
         "15 / 100 * 49",  # a figure given as a word, and 100 in a division (a percent)
+        "(49 - 12) / 12 * 100",  # a change in percent
         "49 * 0.15",  # the same percent as a fraction
         "49 * 1.15",  # a rise by it
         "49 * 0.85",  # a cut by it
@@ -36,6 +37,7 @@ def test_figures_a_source_holds_or_a_unit_brings_are_given(expression: str) -> N
         ("2026 - 1999", [1999.0]),
         ("14 * 3 + 49", [14.0]),
         ("4 * 1000 * 12", [1000.0]),  # a round price made up, not thousands converted
+        ("(3 * 100) / 12", [100.0]),  # a division, but 100 is no percent's here
     ],
 )
 def test_a_figure_nothing_gave_is_made_up(expression: str, made_up: list[float]) -> None:
