@@ -31,6 +31,12 @@ _BINARY: dict[type, Any] = {
     ast.Pow: operator.pow,
 }
 _UNARY: dict[type, Any] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+#: Functions a model writes of itself ("sqrt(1764)": the 1.5B did, twice, and was refused): each constant-time
+#: on the bounded numbers the operators leave, with ``round``'s places bounded too. Not in the tool's
+#: description, so the catalog and the tool choice read what they read before.
+_FUNCTIONS: dict[str, Any] = {"sqrt": math.sqrt, "abs": abs, "round": round, "min": min, "max": max}
+#: Most decimal places ``round`` takes either way: ``round(10**3000, -10**6)`` would build a huge power.
+MAX_PLACES = 15
 
 
 class CalculationRefused(ValueError):
@@ -74,7 +80,22 @@ def _evaluate(node: ast.AST, depth: int = 0) -> float:
         return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_evaluate(node.operand, depth + 1))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+        return _call(node.func.id, [_evaluate(a, depth + 1) for a in node.args], node)
     raise CalculationRefused(f"unsupported expression element: {ast.dump(node)[:40]}")
+
+
+def _call(name: str, args: list[float], node: ast.Call) -> float:
+    """One of ``_FUNCTIONS`` on evaluated arguments, with its arity and ``round``'s places checked."""
+    arity = {"sqrt": (1, 1), "abs": (1, 1), "round": (1, 2)}.get(name, (1, MAX_DEPTH))
+    if node.keywords or not arity[0] <= len(args) <= arity[1]:
+        raise CalculationRefused(f"{name}() takes {arity[0]} to {arity[1]} plain argument(s)")
+    if name == "round" and len(args) == 2 and not (isinstance(args[1], int) and abs(args[1]) <= MAX_PLACES):
+        raise CalculationRefused(f"round() takes a whole number of places up to {MAX_PLACES}")
+    try:
+        return _FUNCTIONS[name](*args)
+    except (ValueError, OverflowError) as exc:
+        raise CalculationRefused(f"{name}{tuple(args)}: {exc}") from exc
 
 
 def calculate(expression: str) -> str:

@@ -17,6 +17,21 @@ def test_calculate_does_arithmetic_and_nothing_else():
             calculate(bad)
 
 
+def test_calculate_takes_the_functions_a_model_writes_of_itself():
+    assert calculate("sqrt(1764)") == "42", "the 1.5B wrote sqrt(1764) and was refused"
+    assert calculate("round(1260 / 9 * 1.19, 2)") == "166.6" and calculate("abs(3 - 10)") == "7"
+    assert calculate("max(3, 12 * 4, 7) - min(2, 5)") == "46"
+    for bad in [
+        "sqrt(-1)",
+        "round(10 ** 3000, -1000000)",
+        "sqrt(2, 3)",
+        "round(2.5, ndigits=1)",
+        "pow(2, 3)",
+    ]:
+        with pytest.raises(ValueError):
+            calculate(bad)
+
+
 def test_context_windows_and_validation(monkeypatch):
     # The family table applies to a configured endpoint; the embedded model's own window is its fact.
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
