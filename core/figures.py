@@ -23,11 +23,14 @@ from .prompts import (
     CONTEXT_DELIMITER,
     DOCUMENT_HEADER,
     HELD,
+    LOOP_WRITE,
     NAMED_UNUSED,
+    NOT_GIVEN_RUN,
     PASSAGE_GIVEN,
     REMINDER,
     REPEATED,
     SLOT,
+    STRAY_WRITE,
     UNSOURCED_CALCULATION,
     WRITE_AGAIN,
 )
@@ -194,14 +197,20 @@ def turn_sources(plan: Plan, messages: Sequence[BaseMessage]) -> tuple[list[Tool
     """The running turn's tool results that ran, and the text a figure may come from.
 
     That text is those results in full and the prompt the model read (the system prompt with the date, the
-    history, the documents, the question), without what the loop answered in place of a result: a call sent
-    back names the very figure no source holds ("Not run (figures): ... 60").
+    history, the documents, the question), without G3's own refusals in place of a result: a call sent back
+    names the very figure no source holds ("Not run (figures): ... 60"). A tool's own error stays: it may
+    hold what the person is to be told.
 
     Both G3 checks read the same sources, so an answer and a write's card are held to one standard.
     """
     results = [
         m for m in messages[turn_start(messages) :] if isinstance(m, ToolMessage) and m.status != "error"
     ]
-    read = [m for m in assemble(plan, messages) if not (isinstance(m, ToolMessage) and m.status == "error")]
+    refusals = (NOT_GIVEN_RUN, STRAY_WRITE, LOOP_WRITE)
+    read = [
+        m
+        for m in assemble(plan, messages)
+        if not (isinstance(m, ToolMessage) and message_text(m).startswith(refusals))
+    ]
     text = [message_text(m) for m in [*read, *results]]
     return results, "\n".join(text)
