@@ -58,6 +58,9 @@ async def ticking(stop: asyncio.Event) -> int:
         ("1+" * 600 + "1", "characters"),
         ("-" * 50 + "1", "nested"),
         ("__import__('os')", "unsupported"),
+        ("round(10**3000, -1000000)", "places"),  # a function a model writes, bounded like the operators
+        ("sqrt(10**3000)", "too large"),
+        ("max(*[9**99])", "unsupported"),
     ],
 )
 def test_unbounded_work_is_refused_before_it_is_done(expression, reason):
