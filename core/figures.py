@@ -97,13 +97,17 @@ MACHINERY = re.compile(
     + LOOP_TEXT.pattern,
     re.M,
 )
+#: Figures a source may write as a word ("fifteen percent"); the value of each word alone.
+WORD_VALUES = {
+    w: float(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+} | {"thirty": 30.0, "forty": 40.0, "fifty": 50.0, "sixty": 60.0, "seventy": 70.0, "eighty": 80.0,
+     "ninety": 90.0, "hundred": 100.0, "thousand": 1000.0}  # fmt: skip
 #: A figure written as a word ("two", "a hundred"): an answer states its result so too.
-NUMBER_WORD = re.compile(
-    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
-    r"thousand|million|billion)\b",
-    re.IGNORECASE,
-)
+NUMBER_WORD = re.compile(rf"\b(?:{'|'.join([*WORD_VALUES, 'million', 'billion'])})\b", re.IGNORECASE)
 #: Counts a sentence uses without stating a figure ("2 steps", "the 3 results", list markers).
 SMALL = 10
 
@@ -138,15 +142,6 @@ def unsupported(answer: str, sources: str) -> list[float]:
 UNIT_FACTORS = frozenset({12.0, 24.0, 28.0, 30.0, 31.0, 52.0, 60.0, 365.0, 366.0, 1024.0, 1440.0, 3600.0})
 #: Halves and quarters, which a calculation writes for "half" or "a quarter" as a person says them.
 PARTS = frozenset({0.25, 0.5, 0.75, 1.5})
-#: Figures a source may write as a word ("fifteen percent"); the value of each word alone.
-WORD_VALUES = {
-    w: float(i)
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-        "sixteen seventeen eighteen nineteen twenty".split()
-    )
-} | {"thirty": 30.0, "forty": 40.0, "fifty": 50.0, "sixty": 60.0, "seventy": 70.0, "eighty": 80.0,
-     "ninety": 90.0, "hundred": 100.0, "thousand": 1000.0}  # fmt: skip
 
 
 def _held(value: float, given: set[float]) -> bool:
@@ -181,6 +176,12 @@ def unsourced_operands(expression: str, sources: str) -> list[float]:
         if not (_own(n, percent_100) or _held(n, given) or any(_held(p, given) for p in percent)):
             found.append(n)
     return found
+
+
+def refused_calculations(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
+    """The turn's ``calculate`` calls ``approve`` refused for a figure no source holds (``NOT_GIVEN_RUN``)."""
+    turn = messages[turn_start(messages) :]
+    return [m for m in turn if isinstance(m, ToolMessage) and message_text(m).startswith(NOT_GIVEN_RUN)]
 
 
 def problems(answer: str, sources: str) -> tuple[list[float], bool]:

@@ -55,7 +55,7 @@ from ..core.prompts import (
 )
 from ..core.question import ASK_TOOL, checked_answer, question_request
 from ..core.state import AgentState, Decision, decision, fork_of
-from ..providers.prompted.catalog import acts, strings
+from ..providers.prompted.catalog import acts, builtin, strings
 from .services import Services, Toolset
 
 T = TypeVar("T")
@@ -101,7 +101,7 @@ def needs_approval(ctx: Context, name: str) -> bool:
 
 def _decision_id(toolset: Toolset, name: str) -> str:
     """D21 for an MCP tool, D3 for every other: the same policy, recorded under the map's own question."""
-    return "D21" if (toolset.tools[name].metadata or {}).get("mcp") else "D3"
+    return "D3" if builtin(toolset.tools[name]) else "D21"
 
 
 _NOT_CHOSEN = (
@@ -251,12 +251,8 @@ def check_operands(calls: list[ToolCall], state: AgentState, toolset: Toolset) -
     notes: list[Decision] = []
     for call in calls:
         tool = toolset.tools.get(call["name"])
-        builtin = tool is not None and not (tool.metadata or {}).get("mcp")
-        made_up = (
-            unsourced_operands(" ".join(strings(call["args"])), sources)
-            if builtin and call["name"] == "calculate"
-            else []
-        )
+        calculate = tool is not None and builtin(tool) and tool.name == "calculate"
+        made_up = unsourced_operands(" ".join(strings(call["args"])), sources) if calculate else []
         if not made_up:
             rest.append(call)
             continue

@@ -11,10 +11,11 @@ from langgraph.runtime import Runtime
 
 from ..core.client_loop import hand_back, stub_tools
 from ..core.context import Context
-from ..core.conversation import message_text, turn_asked, turn_start
+from ..core.conversation import message_text, turn_asked
+from ..core.figures import refused_calculations
 from ..core.jobs import time_left, timed_out
 from ..core.plan import assemble
-from ..core.prompts import ALREADY_RUN, CUT_CALL, NOT_GIVEN_RUN
+from ..core.prompts import ALREADY_RUN, CUT_CALL
 from ..core.state import AgentState, Decision, decision
 from ..providers.prompted import (
     answered_tools,
@@ -50,11 +51,9 @@ def _made_up_again(messages: list[AnyMessage], tools: list[BaseTool]) -> bool:
     document to read, the 1.5B wrote ten calculations of made-up prices in a row, each refused (husk, with
     history).
     """
-    results = last_results(messages)
-    if not results or not all(message_text(m).startswith(NOT_GIVEN_RUN) for m in results):
+    results, refused = last_results(messages), refused_calculations(messages)
+    if not results or not all(m in refused for m in results):
         return False
-    turn = messages[turn_start(messages) :]
-    refused = [m for m in turn if isinstance(m, ToolMessage) and message_text(m).startswith(NOT_GIVEN_RUN)]
     return len(refused) > len(results) or {t.name for t in tools} <= {"calculate"}
 
 

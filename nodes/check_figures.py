@@ -21,19 +21,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from ..core.context import Context
 from ..core.conversation import message_text, results_in_words, turn_question, turn_start
-from ..core.figures import NUMBER_WORD, figures, problems, shown, turn_sources
+from ..core.figures import NUMBER_WORD, figures, problems, refused_calculations, shown, turn_sources
 from ..core.plan import assemble
 from ..core.prompts import (
     ASK_AGAIN_FIGURES,
@@ -42,7 +35,6 @@ from ..core.prompts import (
     NO_PLAIN_ANSWER,
     NO_RESULT_STATED,
     NOT_GIVEN,
-    NOT_GIVEN_RUN,
     RESULTS_IN_WORDS,
     SHOWS_MACHINERY,
     STRAY_FIGURES,
@@ -153,16 +145,6 @@ def computed_unstated(ran: list[ToolMessage], answer: str) -> bool:
     return computed and not figures(answer, clock=False) and not NUMBER_WORD.search(answer)
 
 
-def refused_calculation(messages: list[AnyMessage]) -> bool:
-    """Whether ``approve`` refused a calculation of this turn for a figure no source holds.
-
-    The model was told the figure is not known; an answer stating a figure no source holds after that is a
-    guess, checked like one after results, even when no tool ran: nothing else gave it.
-    """
-    turn = messages[turn_start(messages) :]
-    return any(isinstance(m, ToolMessage) and message_text(m).startswith(NOT_GIVEN_RUN) for m in turn)
-
-
 def _problem(stray: list[float], shows: bool) -> str:
     named = STRAY_FIGURES.format(figures=", ".join(shown(n) for n in stray)) if stray else ""
     return " and ".join(p for p in (named, SHOWS_MACHINERY if shows else "") if p)
@@ -210,7 +192,8 @@ async def _checked(
     """G3 on one answer: its figures after tool results, or a call written into it when no tool ran."""
     messages = state["messages"]
     ran, sources = turn_sources(state.get("plan", {}), messages[:-1])
-    made_up = not any(m.name == "calculate" for m in ran) and refused_calculation(messages)
+    # after a refused calculation an answer's figure is a guess, checked like one even when no tool ran
+    made_up = not any(m.name == "calculate" for m in ran) and bool(refused_calculations(messages))
     if not ran and not made_up:
         return await _no_quoted_call(state, ctx, services, last, answer)
     stray, shows = problems(answer, sources)

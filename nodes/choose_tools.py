@@ -37,7 +37,7 @@ from langgraph.runtime import Runtime
 from ..core.context import Context
 from ..core.conversation import turn_asked
 from ..core.state import AgentState, decision
-from ..providers.prompted.catalog import acts
+from ..providers.prompted.catalog import acts, builtin
 from ..providers.prompted.cues import asked_for, tool_texts, unit_given
 from ..providers.prompted.rules import on
 from ..skills.documents import embedder
@@ -112,10 +112,10 @@ async def choose_tools(state: AgentState, runtime: Runtime[Context], *, services
     offered = []
     found_only = False  # search_documents offered only because retrieval found passages
     for tool in tools:
-        builtin = not (tool.metadata or {}).get("mcp")
-        named = asked_for(tool, message, builtin)
+        own = builtin(tool)
+        named = asked_for(tool, message, own)
         score = scores.get(tool.name, 0.0)
-        calculate = builtin and tool.name == "calculate"
+        calculate = own and tool.name == "calculate"
         unit = unit_given(message, given) if named and calculate and on("unit_given") else None
         named = named and not unit
         by_words = acts(tool) or (calculate and on("calculate_by_words"))  # offered only when asked for

@@ -45,6 +45,7 @@ from .call_grammar import TEXT_GRAMMAR, call_grammar
 from .call_parsing import names_a_tool, parse_reply
 from .catalog import (
     acts,
+    builtin,
     coerce,
     fit_tools,
     placeholders,
@@ -373,7 +374,7 @@ def wrote_last(messages: list[BaseMessage], tools: list[BaseTool], question: str
         return []  # the turn's first round
     if any(r.status == "error" or message_text(r).endswith(ALREADY_RUN) for r in results):
         return []
-    asked = {t.name for t in tools if acts(t) and asked_for(t, question, not (t.metadata or {}).get("mcp"))}
+    asked = {t.name for t in tools if acts(t) and asked_for(t, question, builtin(t))}
     return list(dict.fromkeys(c["name"] for c in calls.tool_calls if c["name"] in asked))
 
 
@@ -542,9 +543,7 @@ def named_unused(question: str, messages: list[BaseMessage], tools: list[BaseToo
     return [
         tool.name
         for tool in tools
-        if tool.name not in used
-        and acts(tool)
-        and asked_for(tool, question, not (tool.metadata or {}).get("mcp"))
+        if tool.name not in used and acts(tool) and asked_for(tool, question, builtin(tool))
     ]
 
 

@@ -219,6 +219,11 @@ def with_reminder(messages: list[BaseMessage], given_with: bool = False) -> list
     ]
 
 
+def builtin(tool: BaseTool) -> bool:
+    """Whether the tool is one of the program's own rather than an MCP server's (whose metadata says so)."""
+    return not (tool.metadata or {}).get("mcp")
+
+
 def acts(tool: BaseTool) -> bool:
     """Whether a call of the tool changes something (saves, writes, sends) rather than only looking it up.
 

@@ -27,10 +27,12 @@ QUESTION = "@agent what would 5 installations of the Team plan cost per year? It
 CALCULATE = tool_reply(("calculate", {"expression": "(12 * 12) * 5"}))
 
 
-async def turn(llm, saver, workspace, thread, *replies) -> dict:
-    llm.push(CALCULATE, *replies)
+async def turn(
+    llm, saver, workspace, thread, *replies, question: str = QUESTION, first: dict = CALCULATE
+) -> dict:
+    llm.push(first, *replies)
     graph = build_graph(checkpointer=saver)
-    return await graph.ainvoke(user_message(QUESTION), thread, context=Context(workspace=workspace))
+    return await graph.ainvoke(user_message(question), thread, context=Context(workspace=workspace))
 
 
 async def test_a_figure_the_tools_contradict_is_asked_again_and_the_second_answer_kept(
@@ -451,9 +453,8 @@ PRICE_UNKNOWN = "@agent What do 3 Lanternfish Team installations cost per month?
 
 async def unsourced_turn(llm, saver, workspace, thread, *replies) -> dict:
     """The dev server's finding: no document holds a price, and the model makes one up to compute with."""
-    llm.push(tool_reply(("calculate", {"expression": "3 * 100"})), *replies)
-    graph = build_graph(checkpointer=saver)
-    return await graph.ainvoke(user_message(PRICE_UNKNOWN), thread, context=Context(workspace=workspace))
+    made_up = tool_reply(("calculate", {"expression": "3 * 100"}))
+    return await turn(llm, saver, workspace, thread, *replies, question=PRICE_UNKNOWN, first=made_up)
 
 
 async def test_a_calculation_from_a_figure_no_source_holds_is_not_run(llm, saver, workspace, thread):
@@ -491,13 +492,11 @@ async def test_a_made_up_figure_stated_twice_is_never_shown(llm, saver, workspac
 
 
 async def test_a_calculation_from_given_figures_and_units_runs(llm, saver, workspace, thread):
-    llm.push(
-        tool_reply(("calculate", {"expression": "640 * 0.15 + 3 * 12 * 52 / 100"})),
-        text_reply("That makes 114.72."),
-    )
-    graph = build_graph(checkpointer=saver)
     question = "@agent Take fifteen percent of 640 and add 3 dozen per week for a year, in hundreds."
-    out = await graph.ainvoke(user_message(question), thread, context=Context(workspace=workspace))
+    given = tool_reply(("calculate", {"expression": "640 * 0.15 + 3 * 12 * 52 / 100"}))
+    out = await turn(
+        llm, saver, workspace, thread, text_reply("That makes 114.72."), question=question, first=given
+    )
     assert [(m.name, m.status) for m in out["messages"] if isinstance(m, ToolMessage)] == [
         ("calculate", "success")
     ]
